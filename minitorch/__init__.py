@@ -1,0 +1,135 @@
+"""minitorch: a from-scratch autograd library that mirrors PyTorch's API for a teaching subset.
+
+Storage is a torch tensor used only as an n-d array; the graph, the backward engine and every
+derivative are minitorch's own. Programs inside the subset run after `import minitorch as torch`.
+"""
+
+import torch as _torch
+
+from minitorch import autograd, cuda
+from minitorch.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from minitorch.creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from minitorch.ops import (
+    abs,
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cat,
+    chunk,
+    clamp,
+    clone,
+    cos,
+    exp,
+    flatten,
+    gather,
+    index_select,
+    log,
+    log_softmax,
+    logsumexp,
+    masked_fill,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    neg,
+    norm,
+    permute,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    sin,
+    softmax,
+    split,
+    sqrt,
+    squeeze,
+    stack,
+    std,
+    sum,
+    t,
+    tanh,
+    transpose,
+    unbind,
+    unsqueeze,
+    var,
+    where,
+)
+from minitorch.tensor import Size, Tensor, device, dtype
+
+# dtypes are torch's own objects, so `minitorch.float32 == torch.float32`.
+float32 = float = _torch.float32
+float64 = double = _torch.float64
+float16 = half = _torch.float16
+bfloat16 = _torch.bfloat16
+int64 = long = _torch.int64
+int32 = int = _torch.int32
+bool = _torch.bool
+get_default_dtype = _torch.get_default_dtype
+set_default_dtype = _torch.set_default_dtype
+
+
+def is_tensor(obj: object) -> "builtins.bool":  # noqa: F821
+    """True for minitorch tensors."""
+    return isinstance(obj, Tensor)
+
+
+def add(a, b, *, alpha=1):
+    return a.add(b, alpha=alpha) if isinstance(a, Tensor) else Tensor.add(tensor(a), b, alpha)
+
+
+def sub(a, b, *, alpha=1):
+    return a.sub(b, alpha=alpha) if isinstance(a, Tensor) else Tensor.sub(tensor(a), b, alpha)
+
+
+def mul(a, b):
+    from minitorch.ops import mul as _mul
+
+    return _mul(a, b)
+
+
+def div(a, b):
+    from minitorch.ops import div as _div
+
+    return _div(a, b)
+
+
+def mm(a, b):
+    return matmul(a, b)
+
+
+def numel(t: Tensor) -> "builtins.int":  # noqa: F821
+    return t.numel()
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,364 @@
+"""The backward engine: walks the graph from the outputs to the leaves without recursion.
+
+1. Discover every node reachable from the roots and count, for each node, how many edges point
+   at it (its dependencies).
+2. Keep a queue of ready nodes (all their consumers have run, so their gradient is complete).
+   Among ready nodes, the most recently created runs first, as in PyTorch.
+3. Running a node: apply tensor hooks, retained grads and prehooks to the summed gradient of its
+   outputs, call the node's backward, apply its hooks, free its saved tensors (unless
+   retain_graph), and add each resulting gradient to the buffer of the next node.
+4. An `AccumulateGrad` node adds its gradient into its leaf's `.grad`.
+
+`grad()` and `backward(inputs=...)` capture the gradient arriving at given tensors instead, and
+only run the nodes that lead to them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import warnings
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import torch
+
+from minitorch.autograd import grad_mode
+from minitorch.autograd.function import AccumulateGrad, Node
+
+if TYPE_CHECKING:
+    from minitorch.tensor import Tensor
+
+Edge = tuple[Node, int]
+
+
+def backward(
+    tensors: Tensor | Sequence[Tensor],
+    grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Sequence[Tensor] | None = None,
+) -> None:
+    """Add the gradients of `tensors` (weighted by `grad_tensors`) to the leaves' `.grad`.
+
+    With `inputs`, only those tensors get their `.grad` updated (non-leaves included).
+    """
+    tensors = _as_list(tensors)
+    roots, root_grads = _roots(tensors, _as_list(grad_tensors, len(tensors)))
+    keep = create_graph if retain_graph is None else retain_graph
+    if inputs is None:
+        _execute(roots, root_grads, keep, create_graph, targets=None)
+        return
+    inputs = _as_list(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    captured = _execute(roots, root_grads, keep, create_graph, [t._gradient_edge() for t in inputs])
+    for t, g in zip(inputs, captured):
+        if g is not None:
+            _accumulate(t, g, create_graph)
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Return the gradients of `outputs` with respect to `inputs`; `.grad` is left untouched."""
+    from minitorch.tensor import Tensor
+
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    roots, root_grads = _roots(outputs, _as_list(grad_outputs, len(outputs)))
+    keep = create_graph if retain_graph is None else retain_graph
+    captured = _execute(roots, root_grads, keep, create_graph, [t._gradient_edge() for t in inputs])
+    result = []
+    for index, (t, g) in enumerate(zip(inputs, captured)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = Tensor._make(torch.zeros_like(t._data))
+        result.append(g)
+    return tuple(result)
+
+
+# ----------------------------------------------------------------------------------------------
+# Roots
+# ----------------------------------------------------------------------------------------------
+def _as_list(value: Any, length: int | None = None) -> list:
+    from minitorch.tensor import Tensor
+
+    if value is None:
+        return [None] * length if length is not None else []
+    if isinstance(value, Tensor):
+        return [value]
+    return list(value)
+
+
+def _roots(outputs: list, grads: list) -> tuple[list[Edge], list[Tensor]]:
+    from minitorch.tensor import Tensor
+
+    if len(grads) != len(outputs):
+        raise RuntimeError(
+            f"grad can be implicitly created only for scalar outputs: got {len(outputs)} outputs "
+            f"and {len(grads)} gradients"
+        )
+    edges, root_grads = [], []
+    for index, (out, g) in enumerate(zip(outputs, grads)):
+        if not out._requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs (got an output of "
+                    f"shape {list(out.shape)}; pass gradient= with that shape)"
+                )
+            g = Tensor._make(torch.ones_like(out._data))
+        elif not isinstance(g, Tensor):
+            g = Tensor._make(torch.as_tensor(g, dtype=out.dtype, device=out.device))
+        if g.shape != out.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{index}] has a shape of {g.shape} and "
+                f"output[{index}] has a shape of {out.shape}."
+            )
+        edges.append(out._gradient_edge())
+        root_grads.append(g)
+    return edges, root_grads
+
+
+# ----------------------------------------------------------------------------------------------
+# The walk
+# ----------------------------------------------------------------------------------------------
+def _count_dependencies(roots: Iterable[Node]) -> dict[Node, int]:
+    """For every node reachable from the roots: how many edges of the graph point at it."""
+    dependencies: dict[Node, int] = {}
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            dependencies[child] = dependencies.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return dependencies
+
+
+def _nodes_leading_to(roots: Iterable[Node], goals: set[Node]) -> set[Node]:
+    """The nodes from which some goal node can be reached (goals included), found without
+    recursion by visiting every node after all its children (post-order)."""
+    leading: set[Node] = set()
+    visited: set[Node] = set()
+    for root in roots:
+        if root in visited:
+            continue
+        visited.add(root)
+        stack = [(root, iter(root.next_functions))]
+        while stack:
+            node, children = stack[-1]
+            for child, _ in children:
+                if child is not None and child not in visited:
+                    visited.add(child)
+                    stack.append((child, iter(child.next_functions)))
+                    break
+            else:
+                stack.pop()
+                if node in goals or any(c in leading for c, _ in node.next_functions):
+                    leading.add(node)
+    return leading
+
+
+def _execute(
+    roots: list[Edge],
+    root_grads: list[Tensor],
+    keep_graph: bool,
+    create_graph: bool,
+    targets: list[Edge] | None,
+) -> list[Tensor | None]:
+    """Run backward from `roots`. With `targets`, return the gradient arriving at each target
+    edge and accumulate nothing; without, accumulate into every leaf reached."""
+    root_nodes = [node for node, _ in roots]
+    dependencies = _count_dependencies(root_nodes)
+    buffers: dict[Node, list] = {}
+    for (node, nr), g in zip(roots, root_grads):
+        _add_to_buffer(buffers, node, nr, g)
+
+    capture: dict[Edge, int] = {}
+    runnable: set[Node] | None = None
+    if targets is not None:
+        for index, edge in enumerate(targets):
+            capture.setdefault(edge, index)
+        goals = {node for node, _ in targets}
+        leading = _nodes_leading_to(root_nodes, goals)
+        # A target node itself only needs to run if other targets lie behind it.
+        runnable = {n for n in leading if any(c in leading for c, _ in n.next_functions)}
+    captured: list[Tensor | None] = [None] * (len(targets) if targets else 0)
+
+    tie = itertools.count()
+    ready: list = []
+    for node in dict.fromkeys(root_nodes):
+        if dependencies.get(node, 0) == 0:
+            heapq.heappush(ready, (-node.sequence_nr, next(tie), node))
+
+    previous = grad_mode._state.grad_enabled
+    grad_mode._state.grad_enabled = create_graph
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node, None) or [None] * _output_count(node)
+            grads = _run_prehooks(node, grads, create_graph)
+            if capture:
+                for nr, g in enumerate(grads):
+                    index = capture.get((node, nr))
+                    if index is not None:
+                        captured[index] = g
+            if isinstance(node, AccumulateGrad):
+                _run_accumulate(node, grads[0], accumulate=targets is None, create=create_graph)
+                continue
+            if runnable is not None and node not in runnable:
+                grad_inputs: tuple = (None,) * len(node.next_functions)
+            elif all(g is None for g in grads):
+                grad_inputs = (None,) * len(node.next_functions)
+            else:
+                grad_inputs = _call_node(node, grads)
+                for hook in node._hooks:
+                    result = hook(grad_inputs, tuple(grads))
+                    if result is not None:
+                        grad_inputs = tuple(result)
+            if not keep_graph:
+                node.release_saved()
+            for (child, nr), g in zip(node.next_functions, grad_inputs):
+                if child is None:
+                    continue
+                if g is not None and (runnable is None or child in leading):
+                    _add_to_buffer(buffers, child, nr, g)
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
+                    heapq.heappush(ready, (-child.sequence_nr, next(tie), child))
+    finally:
+        grad_mode._state.grad_enabled = previous
+    return captured
+
+
+def _output_count(node: Node) -> int:
+    return 1 if isinstance(node, AccumulateGrad) else len(node._output_meta)
+
+
+def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * _output_count(node)
+    buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+
+
+def _run_prehooks(node: Node, grads: list, create_graph: bool) -> list:
+    """Tensor hooks (per output), then retained grads, then node prehooks: PyTorch's order."""
+    if isinstance(node, AccumulateGrad):
+        hooks = node.variable._hooks
+        if hooks:
+            grads = _apply_tensor_hooks(hooks, grads, 0)
+    for nr, hooks in node._tensor_prehooks.items():
+        grads = _apply_tensor_hooks(hooks, grads, nr)
+    for nr, ref in node._retained.items():
+        tensor = ref()
+        if tensor is not None and grads[nr] is not None:
+            _accumulate(tensor, grads[nr], create_graph)
+    for hook in node._prehooks:
+        result = hook(tuple(grads))
+        if result is not None:
+            grads = list(result)
+    return grads
+
+
+def _apply_tensor_hooks(hooks: list, grads: list, nr: int) -> list:
+    if grads[nr] is None:
+        return grads
+    grads = list(grads)
+    for hook in list(hooks):
+        result = hook(grads[nr])
+        if result is not None:
+            grads[nr] = result
+    return grads
+
+
+def _run_accumulate(node: AccumulateGrad, grad: Tensor | None, accumulate: bool,
+                    create: bool) -> None:  # fmt: skip
+    if grad is None:
+        return
+    if accumulate:
+        _accumulate(node.variable, grad, create)
+    for hook in node._hooks:
+        hook((), (grad,))
+
+
+def _accumulate(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
+    """Add `grad` into `tensor.grad`. The first gradient is copied, so that no two tensors ever
+    share the storage of their `.grad`; with create_graph the gradient keeps its graph."""
+    from minitorch.tensor import Tensor
+
+    if grad.dtype != tensor.dtype:
+        grad = grad.to(tensor.dtype)
+    current = tensor._grad
+    if create_graph:
+        tensor._grad = grad if current is None else current + grad
+    elif current is None:
+        tensor._grad = Tensor._make(grad._data.clone(memory_format=torch.contiguous_format))
+    elif current._requires_grad:
+        tensor._grad = Tensor._make(current._data + grad._data)
+    else:
+        current._data.add_(grad._data)
+        current._version.value += 1
+
+
+def _call_node(node: Node, grads: list) -> tuple:
+    """Call the node's backward on its output gradients (missing ones become zeros)."""
+    from minitorch.tensor import Tensor
+
+    if node.materialize_grads:
+        for nr, g in enumerate(grads):
+            if g is None:
+                shape, dtype, device = node._output_meta[nr]
+                grads[nr] = Tensor._make(torch.zeros(shape, dtype=dtype, device=device))
+    if not grad_mode._state.anomaly:
+        return node.apply_backward(tuple(grads))
+    try:
+        grad_inputs = node.apply_backward(tuple(grads))
+        for index, g in enumerate(grad_inputs):
+            if (
+                grad_mode._state.anomaly_check_nan
+                and g is not None
+                and bool(torch.isnan(g._data).any())
+            ):
+                raise RuntimeError(
+                    f"Function '{node.name()}' returned nan values in its {index}th output."
+                )
+    except Exception:
+        forward_trace = "".join(node.metadata.get("traceback_", ["(not recorded)\n"]))
+        warnings.warn(
+            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+            f"{forward_trace}",
+            UserWarning,
+            stacklevel=2,
+        )
+        raise
+    return grad_inputs
+

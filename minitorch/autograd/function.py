@@ -1,0 +1,377 @@
+"""Functions and graph nodes: how one op is recorded while the forward pass runs.
+
+Every op in minitorch, built-in or written by a student, is a `Function` subclass with two static
+methods::
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = x.exp()
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad):
+            (result,) = ctx.saved_tensors
+            return grad * result
+
+`Exp.apply(x)` runs `forward` with recording switched off, then, if grad mode is on and some input
+requires grad, records a node: the `ctx` object itself becomes the output's `grad_fn` (as in
+PyTorch). The node remembers where each input's gradient must go next (`next_functions`), the
+tensors saved for backward, and hooks. The backward engine (engine.py) calls the node with the
+gradient of its outputs and passes the results along `next_functions`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import traceback
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
+
+from minitorch.autograd import grad_mode
+
+if TYPE_CHECKING:
+    from minitorch.tensor import Tensor
+
+_sequence = itertools.count()
+
+FREED_GRAPH_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class RemovableHandle:
+    """Returned by every `register_*hook`; `.remove()` takes the hook out again."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+
+class SavedTensor:
+    """One tensor saved for backward, with the version it had when saved.
+
+    A tensor that is an output of the very node that saves it is stored without its `grad_fn`
+    (that would be a reference cycle: node -> saved output -> node) and gets it back when
+    unpacked, so that `create_graph=True` can differentiate through it.
+    """
+
+    __slots__ = ("tensor", "version", "output_nr", "packed", "unpack_hook")
+
+    def __init__(self, tensor: Tensor, output_nr: int | None) -> None:
+        self.version = tensor._version.value
+        self.output_nr = output_nr
+        self.tensor = tensor if output_nr is None else tensor.detach()
+        self.packed = None
+        self.unpack_hook = None
+        hooks = grad_mode._state.saved_tensors_hooks
+        if hooks:
+            pack, self.unpack_hook = hooks[-1]
+            self.packed = pack(self.tensor)
+            self.tensor = None
+
+    def unpack(self, node: BackwardNode) -> Tensor:
+        from minitorch.tensor import Tensor
+
+        if self.unpack_hook is not None:
+            value = self.unpack_hook(self.packed)
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    "Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    f"of type {type(value).__name__}"
+                )
+        else:
+            value = self.tensor
+            if value._version.value != self.version:
+                raise RuntimeError(_modified_message(value, node, self))
+        if self.output_nr is not None:
+            # Give the result back its place in the graph so that it can be differentiated again.
+            value = Tensor._make(value._data, node, True, self.output_nr, value._version)
+        return value
+
+
+def _modified_message(value: Tensor, node: BackwardNode, saved: SavedTensor) -> str:
+    producer = node if saved.output_nr is not None else value.grad_fn
+    if producer is not None:
+        nr = saved.output_nr if saved.output_nr is not None else value._output_nr
+        origin = f", which is output {nr} of {producer.name()},"
+    else:
+        origin = ""
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{value.type()} {list(value.shape)}]{origin} is at version "
+        f"{value._version.value}; expected version {saved.version} instead. Hint: it was saved "
+        f"by {node.name()}; clone it before changing it in place, or change it out of place."
+    )
+
+
+class Node:
+    """A node of the backward graph. Named like PyTorch's (`MulBackward0`), callable on a gradient.
+
+    Attributes shared with PyTorch: `name()`, `next_functions`, `register_hook`,
+    `register_prehook`, `metadata`; saved values are visible as `_saved_<name>`.
+    """
+
+    next_functions: tuple = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # Hooks ------------------------------------------------------------------------------------
+    def _init_hooks(self) -> None:
+        self._hooks: list = []
+        self._prehooks: list = []
+        self._tensor_prehooks: dict[int, list] = {}
+        self._retained: dict[int, weakref.ref] = {}
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(grad_inputs, grad_outputs)` runs after this node computed its input gradients;
+        returning a tuple replaces `grad_inputs`."""
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """`hook(grad_outputs)` runs before this node; returning a tuple replaces the gradients."""
+        self._prehooks.append(hook)
+        return RemovableHandle(self._prehooks, hook)
+
+    @property
+    def metadata(self) -> dict:
+        if not hasattr(self, "_metadata"):
+            self._metadata = {}
+        return self._metadata
+
+    # Running the node --------------------------------------------------------------------------
+    def apply_backward(self, grad_outputs: tuple) -> tuple:
+        """Compute the gradients for the inputs from the gradients of the outputs."""
+        raise NotImplementedError
+
+    def __call__(self, *grad_outputs: Tensor) -> Any:
+        grads = self.apply_backward(tuple(grad_outputs))
+        return grads[0] if len(grads) == 1 else grads
+
+    def release_saved(self) -> None:
+        """Free what this node keeps for backward (called by the engine unless retain_graph)."""
+
+
+class AccumulateGrad(Node):
+    """The node behind a leaf that requires grad: it adds the incoming gradient to `.grad`."""
+
+    def __init__(self, variable: Tensor) -> None:
+        self._init_hooks()
+        self.variable = variable
+        self.sequence_nr = -1  # leaves run last among the nodes ready at the same time
+
+    def apply_backward(self, grad_outputs: tuple) -> tuple:
+        return ()
+
+
+class BackwardNode(Node):
+    """The node recorded by `Function.apply`. It is also the `ctx` passed to forward/backward."""
+
+    _forward_cls: type[Function]
+    _saved_names: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self._init_hooks()
+        self.sequence_nr = next(_sequence)
+        self.next_functions: tuple = ()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.materialize_grads = True
+        self._to_save: tuple = ()
+        self._saved: tuple[SavedTensor | None, ...] | None = ()
+        self._non_differentiable: tuple = ()
+        self._tensor_positions: tuple[int, ...] = ()  # which forward args are tensors
+        self._input_shapes: tuple = ()  # shape of each tensor input
+        self._output_meta: tuple = ()  # (shape, dtype, device) of each output
+
+    # The ctx API used inside forward/backward ---------------------------------------------------
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for backward. Read them back with `ctx.saved_tensors`."""
+        self._to_save = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Outputs listed here never require grad (indices, masks)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, backward receives None instead of zeros for outputs that got no gradient."""
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
+        return tuple(s if s is None else s.unpack(self) for s in self._saved)
+
+    def __getattr__(self, attr: str) -> Any:
+        # `_saved_self`, `_saved_other`, `_saved_result` ... as in PyTorch's generated nodes.
+        names = type(self)._saved_names
+        if attr.startswith("_saved_") and attr[7:] in names:
+            return self.saved_tensors[names.index(attr[7:])]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+
+    def release_saved(self) -> None:
+        if self._saved:
+            self._saved = None
+
+    def apply_backward(self, grad_outputs: tuple) -> tuple:
+        """Run the Function's backward; return one gradient (or None) per tensor input."""
+        grads = self._forward_cls.backward(self, *grad_outputs)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        positions = self._tensor_positions
+        expected = len(self.needs_input_grad)
+        if len(grads) < expected or any(g is not None for g in grads[expected:]):
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients "
+                f"(expected {expected}, got {len(grads)})"
+            )
+        grads = tuple(grads[p] for p in positions)
+        for index, (grad, shape) in enumerate(zip(grads, self._input_shapes)):
+            if grad is not None and grad.shape != shape:
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index {index} - got "
+                    f"{list(grad.shape)} but expected shape compatible with {list(shape)}"
+                )
+        return grads
+
+
+class Function:
+    """Base class of every differentiable op. Subclass it, write static `forward` and `backward`,
+    and call `YourFunction.apply(*args)`.
+
+    `forward(ctx, *args)` receives the arguments as given (tensors and other values) and runs with
+    recording off; it returns a tensor or a tuple of tensors. `backward(ctx, *grads)` receives one
+    gradient per output and returns one gradient per argument of forward, in order (None for
+    arguments that are not tensors or need no gradient). Built-in ops set `node_name` to PyTorch's
+    node name and `saved_names` to PyTorch's names for what they save.
+    """
+
+    node_name: str | None = None
+    saved_names: tuple[str, ...] = ()
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any) -> Any:
+        raise NotImplementedError("Function subclasses must implement a static forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("Function subclasses must implement a static backward(ctx, ...)")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("node_name") or f"{cls.__name__}Backward"
+        cls._backward_cls = type(
+            name,
+            (BackwardNode,),
+            {"_forward_cls": cls, "_saved_names": cls.saved_names, "__module__": cls.__module__},
+        )
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        from minitorch.tensor import Tensor
+
+        ctx = cls._backward_cls()
+        state = grad_mode._state
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        inputs = [args[i] for i in positions]
+        record = state.grad_enabled and any(t._requires_grad for t in inputs)
+        if record:
+            ctx.needs_input_grad = tuple(
+                isinstance(a, Tensor) and a._requires_grad for a in args
+            )
+        else:
+            ctx.needs_input_grad = (False,) * len(args)
+
+        previous = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            outputs = cls.forward(ctx, *args)
+        except (RuntimeError, IndexError, ValueError) as error:
+            raise _with_op_context(error, ctx.name(), inputs) from None
+        finally:
+            state.grad_enabled = previous
+
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        if state.inference:
+            for out in outs:
+                if isinstance(out, Tensor):
+                    out._inference = True
+        if not record:
+            return outputs
+
+        outs = tuple(_own_output(o, inputs) for o in outs)
+        ctx.next_functions = tuple(
+            t._gradient_edge() if t._requires_grad else (None, 0) for t in inputs
+        )
+        ctx._tensor_positions = positions
+        ctx._input_shapes = tuple(t.shape for t in inputs)
+        non_differentiable = ctx._non_differentiable
+        for nr, out in enumerate(outs):
+            if (
+                isinstance(out, Tensor)
+                and out.dtype.is_floating_point
+                and not any(out is n for n in non_differentiable)
+            ):
+                out.grad_fn = ctx
+                out._requires_grad = True
+                out._output_nr = nr
+        ctx._output_meta = tuple(
+            (o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs
+        )
+        _pack_saved(ctx, outs)
+        if state.anomaly:
+            ctx.metadata["traceback_"] = traceback.format_stack()[:-1]
+        return outs[0] if single else outs
+
+
+def _own_output(out: Any, inputs: list) -> Any:
+    """An input returned unchanged from forward becomes a new tensor sharing its storage."""
+    if any(out is t for t in inputs):
+        return out._alias()
+    return out
+
+
+def _pack_saved(ctx: BackwardNode, outs: tuple) -> None:
+    saved = []
+    for t in ctx._to_save:
+        if t is None:
+            saved.append(None)
+            continue
+        if t._inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around you can make a "
+                "clone to get a normal tensor and use it in autograd."
+            )
+        output_nr = next((nr for nr, o in enumerate(outs) if t is o), None)
+        saved.append(SavedTensor(t, output_nr))
+    ctx._saved = tuple(saved)
+    ctx._to_save = ()
+
+
+def _with_op_context(error: Exception, node_name: str, inputs: list) -> Exception:
+    """Add the op's name and its input shapes to an error raised while computing forward."""
+    op = re.sub(r"Backward\d*$", "", node_name).lower()
+    shapes = ", ".join(str(list(t.shape)) for t in inputs)
+    return type(error)(f"{op}: {error} (input shapes: {shapes})")
+

@@ -1,0 +1,125 @@
+"""Creating tensors: the factory functions of PyTorch's subset that the course uses.
+
+Each takes `dtype`, `device` and `requires_grad` like its PyTorch namesake; random numbers come
+from torch's generator, so `minitorch.manual_seed(0)` and `torch.manual_seed(0)` give the same
+values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from minitorch.tensor import Tensor, _shape_args
+
+
+def _wrap(data: torch.Tensor, requires_grad: bool) -> Tensor:
+    t = Tensor._make(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _plain(data: Any) -> Any:
+    """Replace minitorch tensors inside (nested) lists by torch storage so torch can read them."""
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        items = [_plain(d) for d in data]
+        if items and all(isinstance(i, torch.Tensor) for i in items):
+            return torch.stack(items)
+        return items
+    return data
+
+
+def tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:  # fmt: skip
+    """A new tensor holding a copy of `data` (numbers, nested lists, numpy arrays, tensors)."""
+    return _wrap(torch.tensor(_plain(data), dtype=dtype, device=device), requires_grad)
+
+
+def as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and dtype in (None, data.dtype) and device is None:
+        return data
+    return Tensor._make(torch.as_tensor(_plain(data), dtype=dtype, device=device))
+
+
+def from_numpy(array: Any) -> Tensor:
+    """A tensor sharing memory with the numpy array."""
+    return Tensor._make(torch.from_numpy(array))
+
+
+def _factory(name: str) -> Any:
+    torch_fn = getattr(torch, name)
+
+    def create(*size: Any, dtype: torch.dtype | None = None, device: Any = None,
+               requires_grad: bool = False, generator: Any = None) -> Tensor:  # fmt: skip
+        extra = {"generator": generator} if generator is not None else {}
+        data = torch_fn(_shape_args(size), dtype=dtype, device=device, **extra)
+        return _wrap(data, requires_grad)
+
+    create.__name__ = name
+    create.__doc__ = f"Like torch.{name}: a new tensor of the given size."
+    return create
+
+
+zeros = _factory("zeros")
+ones = _factory("ones")
+empty = _factory("empty")
+rand = _factory("rand")
+randn = _factory("randn")
+
+
+def full(size: Any, fill_value: Any, *, dtype: torch.dtype | None = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:  # fmt: skip
+    return _wrap(torch.full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:  # fmt: skip
+    return _wrap(torch.arange(*args, dtype=dtype, device=device), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: torch.dtype | None = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:  # fmt: skip
+    return _wrap(torch.linspace(start, end, steps, dtype=dtype, device=device), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: torch.dtype | None = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:  # fmt: skip
+    data = torch.eye(n, n if m is None else m, dtype=dtype, device=device)
+    return _wrap(data, requires_grad)
+
+
+def randint(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
+            generator: Any = None) -> Tensor:  # fmt: skip
+    """`randint(high, size)` or `randint(low, high, size)`."""
+    extra = {"generator": generator} if generator is not None else {}
+    return Tensor._make(torch.randint(*args, dtype=dtype or torch.int64, device=device, **extra))
+
+
+def _like(name: str) -> Any:
+    torch_fn = getattr(torch, name)
+
+    def create(t: Tensor, *args: Any, dtype: torch.dtype | None = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:  # fmt: skip
+        data = torch_fn(t._data, *args, dtype=dtype, device=device)
+        return _wrap(data, requires_grad)
+
+    create.__name__ = name
+    create.__doc__ = f"Like torch.{name}: a new tensor with the shape (dtype, device) of `t`."
+    return create
+
+
+zeros_like = _like("zeros_like")
+ones_like = _like("ones_like")
+empty_like = _like("empty_like")
+full_like = _like("full_like")
+rand_like = _like("rand_like")
+randn_like = _like("randn_like")
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the random number generator (torch's, which minitorch's storage uses)."""
+    return torch.manual_seed(seed)

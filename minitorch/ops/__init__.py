@@ -1,0 +1,67 @@
+"""All built-in ops, one module per family. Each op is a `Function` (see autograd/function.py)."""
+
+from minitorch.ops._util import sum_to_shape
+from minitorch.ops.elementwise import (
+    abs,
+    add,
+    clamp,
+    clone,
+    compare,
+    copy_from,
+    cos,
+    div,
+    exp,
+    fill,
+    log,
+    logical,
+    masked_fill,
+    maximum,
+    minimum,
+    mul,
+    neg,
+    pow,
+    relu,
+    sigmoid,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    to_copy,
+    where,
+)
+from minitorch.ops.indexing import gather, getitem, index_select, scatter_add, setitem
+from minitorch.ops.inplace import inplace
+from minitorch.ops.linalg import matmul
+from minitorch.ops.reduction import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    softmax,
+    std,
+    sum,
+    var,
+)
+from minitorch.ops.shape import (
+    cat,
+    chunk,
+    expand,
+    flatten,
+    permute,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    t,
+    transpose,
+    unbind,
+    unsqueeze,
+    view,
+)

@@ -1,0 +1,79 @@
+"""Helpers shared by the op families: scalars as tensors, dims, reducing broadcast gradients."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from minitorch.tensor import Tensor
+
+
+def as_tensor(value: Any, like: Tensor) -> Tensor:
+    """A Python number as a 0-d tensor on `like`'s device, typed so it does not change the
+    result's dtype (PyTorch's "wrapped number" rule)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, torch.Tensor):
+        return Tensor._make(value)
+    if isinstance(value, bool):
+        dtype = torch.bool
+    elif isinstance(value, int):
+        dtype = like.dtype if like.dtype != torch.bool else torch.int64
+    elif isinstance(value, float):
+        dtype = like.dtype if like.dtype.is_floating_point else torch.get_default_dtype()
+    else:
+        return Tensor._make(torch.as_tensor(value, device=like.device))
+    return Tensor._make(torch.tensor(value, dtype=dtype, device=like.device))
+
+
+def pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    """Both operands of a binary op as tensors (one of them is a tensor already)."""
+    if isinstance(a, Tensor):
+        return a, as_tensor(b, a)
+    return as_tensor(a, b), b
+
+
+def sum_to_shape(grad: Tensor, shape: Sequence[int]) -> Tensor:
+    """Reduce a gradient of a broadcast result back to an input's `shape`: sum over the leading
+    dims broadcasting added and over the dims where the input had size 1."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    lead = grad.dim() - len(shape)
+    dims = list(range(lead))
+    dims += [lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1]
+    if dims:
+        grad = grad.sum(dim=tuple(dims), keepdim=True)
+    if lead:
+        grad = grad.reshape(shape)
+    return grad
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """A dim index in [0, ndim), with PyTorch's error for one out of range."""
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], "
+            f"but got {dim})"
+        )
+    return dim % size
+
+
+def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """`None` or `()` mean every dim; an int or a sequence of ints otherwise."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        return (normalize_dim(dim, ndim),)
+    return tuple(sorted(normalize_dim(d, ndim) for d in dim))
+
+
+def unsqueeze_dims(grad: Tensor, dims: tuple[int, ...], ndim: int) -> Tensor:
+    """Put back the reduced `dims` (as size-1 dims) into the gradient of a reduction without
+    keepdim, so that it broadcasts against the input."""
+    for d in sorted(dims):
+        if d < ndim:
+            grad = grad.unsqueeze(d)
+    return grad

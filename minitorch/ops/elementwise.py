@@ -1,0 +1,623 @@
+"""Elementwise ops. Binary ops broadcast like PyTorch; their backward sums the gradient back to
+each input's shape (`sum_to_shape`). Every backward is written with minitorch ops, so it can be
+recorded itself (`create_graph=True`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from minitorch.autograd.function import Function
+from minitorch.ops._util import as_tensor, pair, sum_to_shape
+from minitorch.tensor import Tensor
+
+
+def _new(data: torch.Tensor) -> Tensor:
+    return Tensor._make(data)
+
+
+# Binary arithmetic ------------------------------------------------------------------------------
+class Add(Function):
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return _new(a._data + b._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_a, need_b = ctx.needs_input_grad
+        return (
+            sum_to_shape(grad, ctx.shapes[0]) if need_a else None,
+            sum_to_shape(grad, ctx.shapes[1]) if need_b else None,
+        )
+
+
+class Sub(Function):
+    node_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return _new(a._data - b._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_a, need_b = ctx.needs_input_grad
+        return (
+            sum_to_shape(grad, ctx.shapes[0]) if need_a else None,
+            sum_to_shape(-grad, ctx.shapes[1]) if need_b else None,
+        )
+
+
+class Mul(Function):
+    node_name = "MulBackward0"
+    saved_names = ("self", "other")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        # Save only what the other input's gradient needs (x * 2 saves nothing, as in PyTorch).
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.shapes = (a.shape, b.shape)
+        return _new(a._data * b._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (
+            sum_to_shape(grad * b, ctx.shapes[0]) if need_a else None,
+            sum_to_shape(grad * a, ctx.shapes[1]) if need_b else None,
+        )
+
+
+class Div(Function):
+    node_name = "DivBackward0"
+    saved_names = ("self", "other")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b)
+        ctx.shapes = (a.shape, b.shape)
+        return _new(a._data / b._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (
+            sum_to_shape(grad / b, ctx.shapes[0]) if need_a else None,
+            sum_to_shape(-grad * a / (b * b), ctx.shapes[1]) if need_b else None,
+        )
+
+
+class Maximum(Function):
+    node_name = "MaximumBackward0"
+    saved_names = ("self", "other")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _new(torch.maximum(a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return _split_between(grad, a, b, (a > b), ctx.needs_input_grad)
+
+
+class Minimum(Function):
+    node_name = "MinimumBackward0"
+    saved_names = ("self", "other")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _new(torch.minimum(a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return _split_between(grad, a, b, (a < b), ctx.needs_input_grad)
+
+
+def _split_between(grad: Tensor, a: Tensor, b: Tensor, a_wins: Tensor, needs: tuple) -> tuple:
+    """Gradient of max/min: to the winner; split in half on ties (PyTorch's rule)."""
+    share_a = a_wins.to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+    return (
+        sum_to_shape(grad * share_a, a.shape) if needs[0] else None,
+        sum_to_shape(grad * (1 - share_a), b.shape) if needs[1] else None,
+    )
+
+
+# Powers ------------------------------------------------------------------------------------------
+class PowScalar(Function):
+    """tensor ** number"""
+
+    node_name = "PowBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a, exponent):
+        ctx.save_for_backward(a)
+        ctx.exponent = exponent
+        return _new(a._data**exponent)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        if ctx.exponent == 0:
+            return grad * 0, None
+        return grad * ctx.exponent * a ** (ctx.exponent - 1), None
+
+
+class Pow(Function):
+    """tensor ** tensor"""
+
+    node_name = "PowBackward1"
+    saved_names = ("self", "exponent", "result")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        result = _new(a._data**b._data)
+        ctx.save_for_backward(a, b, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, result = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        grad_a = grad_b = None
+        if need_a:
+            grad_a = sum_to_shape(grad * b * a ** (b - 1), a.shape)
+        if need_b:
+            # d/db a**b = a**b * log(a); taken as 0 where a == 0 and b >= 0 (PyTorch's choice).
+            zero_base = (a == 0) & (b >= 0)
+            grad_b = sum_to_shape(where(zero_base, 0.0, grad * result * a.log()), b.shape)
+        return grad_a, grad_b
+
+
+class RPow(Function):
+    """number ** tensor"""
+
+    node_name = "PowBackward2"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, base, b):
+        result = _new(torch.pow(base, b._data))
+        ctx.save_for_backward(result)
+        ctx.log_base = torch.log(torch.tensor(float(base), dtype=torch.float64)).item()
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return None, grad * result * ctx.log_base
+
+
+# Unary ops ---------------------------------------------------------------------------------------
+class Neg(Function):
+    node_name = "NegBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return _new(-a._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Function):
+    node_name = "ExpBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a):
+        result = _new(a._data.exp())
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad * result
+
+
+class Log(Function):
+    node_name = "LogBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _new(a._data.log())
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return grad / a
+
+
+class Sqrt(Function):
+    node_name = "SqrtBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a):
+        result = _new(a._data.sqrt())
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad / (2 * result)
+
+
+class Sin(Function):
+    node_name = "SinBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _new(a._data.sin())
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return grad * a.cos()
+
+
+class Cos(Function):
+    node_name = "CosBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _new(a._data.cos())
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return -grad * a.sin()
+
+
+class Tanh(Function):
+    node_name = "TanhBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a):
+        result = _new(a._data.tanh())
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad * (1 - result * result)
+
+
+class Sigmoid(Function):
+    node_name = "SigmoidBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a):
+        result = _new(a._data.sigmoid())
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad * result * (1 - result)
+
+
+class Relu(Function):
+    node_name = "ReluBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a):
+        result = _new(a._data.relu())
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad * (result > 0).to(grad.dtype)
+
+
+class Abs(Function):
+    node_name = "AbsBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _new(a._data.abs())
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return grad * _new(a._data.sign())
+
+
+class Clamp(Function):
+    node_name = "ClampBackward1"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a, low, high):
+        ctx.save_for_backward(a)
+        ctx.bounds = (low, high)
+        return _new(a._data.clamp(low, high))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        low, high = ctx.bounds
+        inside = torch.ones_like(a._data, dtype=torch.bool)
+        if low is not None:
+            inside &= a._data >= low
+        if high is not None:
+            inside &= a._data <= high
+        return grad * _new(inside.to(grad.dtype)), None, None
+
+
+class Clone(Function):
+    node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return _new(a._data.clone())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ToCopy(Function):
+    """A copy with another dtype and/or device; the gradient goes back the same way."""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dtype, device):
+        ctx.source = (a.dtype, a.device)
+        return _new(a._data.to(dtype=dtype, device=device, copy=True))
+
+    @staticmethod
+    def backward(ctx, grad):
+        dtype, device = ctx.source
+        return grad.to(device).to(dtype), None, None
+
+
+# Selection ---------------------------------------------------------------------------------------
+class Where(Function):
+    node_name = "WhereBackward0"
+    saved_names = ("condition",)
+
+    @staticmethod
+    def forward(ctx, condition, a, b):
+        ctx.save_for_backward(condition)
+        ctx.shapes = (a.shape, b.shape)
+        return _new(torch.where(condition._data, a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
+        _, need_a, need_b = ctx.needs_input_grad
+        zero = grad * 0
+        return (
+            None,
+            sum_to_shape(where(condition, grad, zero), ctx.shapes[0]) if need_a else None,
+            sum_to_shape(where(condition, zero, grad), ctx.shapes[1]) if need_b else None,
+        )
+
+
+class MaskedFill(Function):
+    node_name = "MaskedFillBackward0"
+    saved_names = ("mask",)
+
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        ctx.save_for_backward(mask)
+        fill = value._data if isinstance(value, Tensor) else value
+        return _new(a._data.masked_fill(mask._data, fill))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        need_a, _, need_value = ctx.needs_input_grad
+        zero = grad * 0
+        return (
+            where(mask, zero, grad) if need_a else None,
+            None,
+            where(mask, grad, zero).sum() if need_value else None,
+        )
+
+
+class Fill(Function):
+    node_name = "FillBackward0"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return _new(torch.full_like(a._data, value))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0, None
+
+
+class CopyFrom(Function):
+    """The value of `source` in the shape and dtype of `a` (what `a.copy_(source)` computes)."""
+
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, a, source):
+        ctx.source_meta = (source.shape, source.dtype, source.device)
+        out = torch.empty_like(a._data)
+        out.copy_(source._data)
+        return _new(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, device = ctx.source_meta
+        need_a, need_source = ctx.needs_input_grad
+        return (
+            grad * 0 if need_a else None,
+            sum_to_shape(grad, shape).to(device).to(dtype) if need_source else None,
+        )
+
+
+class Compare(Function):
+    """Comparisons and logical ops: bool results, never differentiable."""
+
+    @staticmethod
+    def forward(ctx, name, a, b):
+        return _new(getattr(torch, name)(a._data, b._data))
+
+
+class LogicalNot(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return _new(~a._data)
+
+
+# Public functions --------------------------------------------------------------------------------
+def add(a: Any, b: Any) -> Tensor:
+    return Add.apply(*pair(a, b))
+
+
+def sub(a: Any, b: Any) -> Tensor:
+    return Sub.apply(*pair(a, b))
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return Mul.apply(*pair(a, b))
+
+
+def div(a: Any, b: Any) -> Tensor:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        a, b = pair(a, b)
+        if not (a.dtype.is_floating_point or b.dtype.is_floating_point):
+            a = a.to(torch.get_default_dtype())  # true division of integers gives floats
+    return Div.apply(a, b)
+
+
+def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
+    if isinstance(a, Tensor) and not isinstance(exponent, Tensor):
+        return PowScalar.apply(a, exponent)
+    if not isinstance(a, Tensor):
+        return RPow.apply(a, exponent)
+    return Pow.apply(a, exponent)
+
+
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    return Maximum.apply(a, b)
+
+
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    return Minimum.apply(a, b)
+
+
+def neg(a: Tensor) -> Tensor:
+    return Neg.apply(a)
+
+
+def exp(a: Tensor) -> Tensor:
+    return Exp.apply(a)
+
+
+def log(a: Tensor) -> Tensor:
+    return Log.apply(a)
+
+
+def sqrt(a: Tensor) -> Tensor:
+    return Sqrt.apply(a)
+
+
+def sin(a: Tensor) -> Tensor:
+    return Sin.apply(a)
+
+
+def cos(a: Tensor) -> Tensor:
+    return Cos.apply(a)
+
+
+def tanh(a: Tensor) -> Tensor:
+    return Tanh.apply(a)
+
+
+def sigmoid(a: Tensor) -> Tensor:
+    return Sigmoid.apply(a)
+
+
+def relu(a: Tensor) -> Tensor:
+    return Relu.apply(a)
+
+
+def abs(a: Tensor) -> Tensor:  # noqa: A001
+    return Abs.apply(a)
+
+
+def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = a if min is None else maximum(a, as_tensor(min, a))
+        return out if max is None else minimum(out, as_tensor(max, a))
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    return Clamp.apply(a, min, max)
+
+
+def clone(a: Tensor) -> Tensor:
+    return Clone.apply(a)
+
+
+def to_copy(a: Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
+    return ToCopy.apply(a, dtype, device)
+
+
+def where(condition: Tensor, a: Any, b: Any) -> Tensor:
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else condition
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        like = Tensor._make(torch.empty((), device=condition.device))
+    return Where.apply(condition, as_tensor(a, like), as_tensor(b, like))
+
+
+def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if mask.dtype != torch.bool:
+        raise RuntimeError(
+            f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
+    return MaskedFill.apply(a, mask, value)
+
+
+def fill(a: Tensor, value: Any) -> Tensor:
+    return Fill.apply(a, value)
+
+
+def copy_from(a: Tensor, source: Any) -> Tensor:
+    return CopyFrom.apply(a, as_tensor(source, a))
+
+
+def compare(name: str, a: Any, b: Any) -> Tensor:
+    return Compare.apply(name, *pair(a, b))
+
+
+def logical(name: str, a: Tensor, b: Any = None) -> Tensor:
+    if name == "not":
+        return LogicalNot.apply(a)
+    return Compare.apply(f"bitwise_{name}", *pair(a, b))

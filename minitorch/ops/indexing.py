@@ -1,0 +1,208 @@
+"""Indexing: `t[...]`, `t[...] = v`, index_select and gather.
+
+Every gather-like op has a scatter-like backward and vice versa, each a Function of its own, so
+gradients of any order flow through indexing. Advanced indexing may pick an element several
+times; its backward therefore adds (scatter-add), never assigns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from minitorch.autograd.function import Function
+from minitorch.ops._util import as_tensor, normalize_dim
+from minitorch.tensor import Tensor
+
+
+def _raw_index(index: Any) -> Any:
+    """The index with minitorch tensors replaced by their storage (torch understands the rest)."""
+    if isinstance(index, Tensor):
+        return index._data
+    if isinstance(index, tuple):
+        return tuple(_raw_index(i) for i in index)
+    if isinstance(index, range):
+        return torch.arange(index.start, index.stop, index.step)
+    if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
+        return [i._data if isinstance(i, Tensor) else i for i in index]
+    return index
+
+
+def _is_basic(index: Any) -> bool:
+    """Ints, slices, None and Ellipsis give a view; anything else is advanced indexing."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(
+        isinstance(i, (int, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
+        for i in items
+    )
+
+
+def _positions(shape: torch.Size, index: Any, device: torch.device) -> torch.Tensor:
+    """For every element of `t[index]`, its position in `t.reshape(-1)`."""
+    return torch.arange(shape.numel(), device=device).view(shape)[index]
+
+
+class Index(Function):
+    node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, a, index):
+        ctx.shape, ctx.index = a.shape, index
+        data = a._data[index]
+        return a._view(data) if _is_basic(index) else Tensor._make(data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        positions = Tensor._make(_positions(ctx.shape, ctx.index, grad.device))
+        return ScatterAddFlat.apply(grad, positions, ctx.shape), None
+
+
+class Select(Index):
+    node_name = "SelectBackward0"
+
+
+class Slice(Index):
+    node_name = "SliceBackward0"
+
+
+class ScatterAddFlat(Function):
+    """zeros(shape), with `values` added at the flat `positions` (the backward of indexing)."""
+
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, values, positions, shape):
+        ctx.save_for_backward(positions)
+        out = torch.zeros(shape.numel(), dtype=values.dtype, device=values.device)
+        out.index_add_(0, positions._data.reshape(-1), values._data.reshape(-1))
+        return Tensor._make(out.view(shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (positions,) = ctx.saved_tensors
+        return grad.reshape(-1)[positions], None, None
+
+
+class IndexPut(Function):
+    """`a` with `a[index]` replaced by `value` (what `a[index] = value` computes)."""
+
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, a, value, index):
+        ctx.index, ctx.value_shape = index, value.shape
+        out = a._data.clone()
+        out[index] = value._data
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_a, need_value, _ = ctx.needs_input_grad
+        grad_a = grad_value = None
+        if need_a:
+            kept = torch.ones(grad.shape, dtype=grad.dtype, device=grad.device)
+            kept[ctx.index] = 0  # overwritten elements get no gradient
+            grad_a = grad * Tensor._make(kept)
+        if need_value:
+            from minitorch.ops._util import sum_to_shape
+
+            grad_value = sum_to_shape(Index.apply(grad, ctx.index), ctx.value_shape)
+        return grad_a, grad_value, None
+
+
+class IndexSelect(Function):
+    node_name = "IndexSelectBackward0"
+    saved_names = ("index",)
+
+    @staticmethod
+    def forward(ctx, a, dim, index):
+        ctx.shape, ctx.dim = a.shape, dim
+        ctx.save_for_backward(index)
+        return Tensor._make(a._data.index_select(dim, index._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return IndexAdd.apply(grad, ctx.dim, index, ctx.shape), None, None
+
+
+class IndexAdd(Function):
+    """zeros(shape) with slices of `values` added at `index` along `dim`."""
+
+    node_name = "IndexAddBackward0"
+
+    @staticmethod
+    def forward(ctx, values, dim, index, shape):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = torch.zeros(shape, dtype=values.dtype, device=values.device)
+        return Tensor._make(out.index_add_(dim, index._data, values._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return IndexSelect.apply(grad, ctx.dim, index), None, None, None
+
+
+class Gather(Function):
+    node_name = "GatherBackward0"
+    saved_names = ("index",)
+
+    @staticmethod
+    def forward(ctx, a, dim, index):
+        ctx.shape, ctx.dim = a.shape, dim
+        ctx.save_for_backward(index)
+        return Tensor._make(a._data.gather(dim, index._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return ScatterAdd.apply(grad, ctx.dim, index, ctx.shape), None, None
+
+
+class ScatterAdd(Function):
+    """zeros(shape) with `values` added where `index` points along `dim` (gather's backward)."""
+
+    node_name = "ScatterAddBackward0"
+
+    @staticmethod
+    def forward(ctx, values, dim, index, shape):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = torch.zeros(shape, dtype=values.dtype, device=values.device)
+        return Tensor._make(out.scatter_add_(dim, index._data, values._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return Gather.apply(grad, ctx.dim, index), None, None, None
+
+
+# Public functions --------------------------------------------------------------------------------
+def getitem(a: Tensor, index: Any) -> Tensor:
+    raw = _raw_index(index)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return Select.apply(a, raw)
+    if _is_basic(raw):
+        return Slice.apply(a, raw)
+    return Index.apply(a, raw)
+
+
+def setitem(a: Tensor, index: Any, value: Any) -> None:
+    from minitorch.ops.inplace import inplace
+
+    value = as_tensor(value, a)
+    inplace(a, lambda current: IndexPut.apply(current, value, _raw_index(index)))
+
+
+def index_select(a: Tensor, dim: int, index: Tensor) -> Tensor:
+    return IndexSelect.apply(a, normalize_dim(dim, a.dim()), index)
+
+
+def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
+    return Gather.apply(a, normalize_dim(dim, a.dim()), index)
+
+
+def scatter_add(values: Tensor, dim: int, index: Tensor, shape: torch.Size) -> Tensor:
+    return ScatterAdd.apply(values, dim, index, shape)

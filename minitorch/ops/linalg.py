@@ -1,0 +1,77 @@
+"""Matrix products: `a @ b` for 1-D, 2-D and batched operands, broadcasting batch dims."""
+
+from __future__ import annotations
+
+from minitorch.autograd.function import Function
+from minitorch.ops._util import sum_to_shape
+from minitorch.tensor import Tensor
+
+
+class MatMul(Function):
+    """The general case. Backward: grad_a = grad @ b^T, grad_b = a^T @ grad, with 1-D operands
+    treated as a row (a) or a column (b) and broadcast batch dims summed away."""
+
+    node_name = "MatmulBackward0"
+    saved_names = ("self", "other")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.shapes = (a.shape, b.shape)
+        return Tensor._make(a._data @ b._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        shape_a, shape_b = ctx.shapes
+        need_a, need_b = ctx.needs_input_grad
+        # Bring everything to >= 2-D: a 1-D `a` is a row, a 1-D `b` is a column.
+        if len(shape_b) == 1:
+            grad = grad.unsqueeze(-1)
+        if len(shape_a) == 1:
+            grad = grad.unsqueeze(-2)
+        grad_a = grad_b = None
+        if need_a:
+            b2 = b.unsqueeze(-1) if len(shape_b) == 1 else b
+            grad_a = grad @ b2.transpose(-1, -2)
+            grad_a = _back_to(grad_a, shape_a)
+        if need_b:
+            a2 = a.unsqueeze(0) if len(shape_a) == 1 else a
+            grad_b = a2.transpose(-1, -2) @ grad
+            grad_b = _back_to(grad_b, shape_b)
+        return grad_a, grad_b
+
+
+def _back_to(grad: Tensor, shape: tuple) -> Tensor:
+    if len(shape) == 1:
+        return grad.reshape(-1, shape[0]).sum(dim=0) if grad.dim() > 2 else grad.reshape(shape)
+    return sum_to_shape(grad, shape)
+
+
+class Dot(MatMul):
+    node_name = "DotBackward0"
+
+
+class Mm(MatMul):
+    node_name = "MmBackward0"
+
+
+class Mv(MatMul):
+    node_name = "MvBackward0"
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(
+            f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}"
+            if isinstance(a, Tensor)
+            else f"matmul(): argument 'input' must be Tensor, not {type(a).__name__}"
+        )
+    if a.dim() == 0 or b.dim() == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and "
+            f"{b.dim()}D"
+        )
+    kind = {(1, 1): Dot, (2, 2): Mm, (2, 1): Mv}.get((a.dim(), b.dim()), MatMul)
+    return kind.apply(a, b)

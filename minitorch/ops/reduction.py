@@ -1,0 +1,362 @@
+"""Reductions and the softmax family. Backward puts the reduced dims back (as size 1) and lets
+broadcasting spread the gradient over them."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+import torch
+
+from minitorch.autograd.function import Function
+from minitorch.ops._util import normalize_dim, normalize_dims, unsqueeze_dims
+from minitorch.tensor import Tensor
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _new(data: torch.Tensor) -> Tensor:
+    return Tensor._make(data)
+
+
+def _expand_back(grad: Tensor, ctx: Any) -> Tensor:
+    """The gradient of a reduction over `ctx.dims`, reshaped to broadcast over the input."""
+    if not ctx.keepdim:
+        grad = unsqueeze_dims(grad, ctx.dims, len(ctx.shape))
+    return grad.expand(ctx.shape)
+
+
+class Sum(Function):
+    node_name = "SumBackward1"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim, dtype):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        if not dims:  # a 0-d tensor
+            return _new(a._data.sum(dtype=dtype))
+        return _new(a._data.sum(dim=dims, keepdim=keepdim, dtype=dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _expand_back(grad, ctx), None, None, None
+
+
+class SumAll(Sum):
+    node_name = "SumBackward0"
+
+
+class Mean(Function):
+    node_name = "MeanBackward1"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.count = math.prod(a.shape[d] for d in dims)
+        if not dims:
+            return _new(a._data.mean())
+        return _new(a._data.mean(dim=dims, keepdim=keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _expand_back(grad, ctx) / ctx.count, None, None
+
+
+class MeanAll(Mean):
+    node_name = "MeanBackward0"
+
+
+class Amax(Function):
+    """amax/amin, and max/min of the whole tensor: the gradient is shared evenly among ties."""
+
+    node_name = "AmaxBackward0"
+    saved_names = ("self", "result")
+    largest = True
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        reduce = torch.amax if type(ctx)._forward_cls.largest else torch.amin
+        result = _new(reduce(a._data, dim=dims, keepdim=keepdim))
+        ctx.save_for_backward(a, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        if not ctx.keepdim:
+            result = unsqueeze_dims(result, ctx.dims, len(ctx.shape))
+        winners = (a == result).to(grad.dtype)
+        share = winners / winners.sum(dim=ctx.dims, keepdim=True)
+        return _expand_back(grad, ctx) * share, None, None
+
+
+class Amin(Amax):
+    node_name = "AminBackward0"
+    largest = False
+
+
+class MaxAll(Amax):
+    node_name = "MaxBackward1"
+
+
+class MinAll(Amax):
+    node_name = "MinBackward1"
+    largest = False
+
+
+class MaxDim(Function):
+    """max/min along one dim: values and indices; the gradient goes to the index taken."""
+
+    node_name = "MaxBackward0"
+    saved_names = ("indices",)
+    largest = True
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        reduce = torch.max if type(ctx)._forward_cls.largest else torch.min
+        values, indices = reduce(a._data, dim=dim, keepdim=keepdim)
+        ctx.shape, ctx.dim, ctx.keepdim = a.shape, dim, keepdim
+        indices = _new(indices)
+        ctx.save_for_backward(indices)
+        return _new(values), indices
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices):
+        (indices,) = ctx.saved_tensors
+        if not ctx.keepdim and len(ctx.shape) > 0:
+            grad, indices = grad.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
+        from minitorch.ops.indexing import scatter_add
+
+        return scatter_add(grad, ctx.dim, indices, ctx.shape), None, None
+
+
+class MinDim(MaxDim):
+    node_name = "MinBackward0"
+    largest = False
+
+
+class Norm(Function):
+    node_name = "LinalgVectorNormBackward0"
+    saved_names = ("self", "result")
+
+    @staticmethod
+    def forward(ctx, a, p, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.p = a.shape, dims, keepdim, p
+        result = _new(torch.linalg.vector_norm(a._data, ord=p, dim=dims, keepdim=keepdim))
+        ctx.save_for_backward(a, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        p = ctx.p
+        if not ctx.keepdim:
+            result = unsqueeze_dims(result, ctx.dims, len(ctx.shape))
+        grad = _expand_back(grad, ctx)
+        sign = _new(a._data.sign())
+        if p == 1:
+            return grad * sign, None, None, None
+        if p == math.inf:
+            winners = (a.abs() == result).to(grad.dtype)
+            share = winners / winners.sum(dim=ctx.dims, keepdim=True)
+            return grad * sign * share, None, None, None
+        # d||a||_p / da = a * |a|^(p-2) / ||a||^(p-1), taken as 0 where the norm is 0.
+        safe = where(result == 0, 1.0, result)
+        local = sign * a.abs() ** (p - 1) / safe ** (p - 1)
+        return grad * where(result == 0, 0.0, local), None, None, None
+
+
+class Var(Function):
+    node_name = "VarBackward0"
+    saved_names = ("self",)
+
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.divisor = max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        ctx.save_for_backward(a)
+        return _new(torch.var(a._data, dim=dims, correction=correction, keepdim=keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        centered = a - a.mean(dim=ctx.dims, keepdim=True)
+        return _expand_back(grad, ctx) * centered * (2.0 / ctx.divisor), None, None, None
+
+
+class Std(Function):
+    node_name = "StdBackward0"
+    saved_names = ("self", "result")
+
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.divisor = max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        result = _new(torch.std(a._data, dim=dims, correction=correction, keepdim=keepdim))
+        ctx.save_for_backward(a, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        if not ctx.keepdim:
+            result = unsqueeze_dims(result, ctx.dims, len(ctx.shape))
+        centered = a - a.mean(dim=ctx.dims, keepdim=True)
+        local = centered / (result * ctx.divisor)
+        return _expand_back(grad, ctx) * local, None, None, None
+
+
+class Softmax(Function):
+    node_name = "SoftmaxBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        result = _new(torch.softmax(a._data, dim))
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return result * (grad - (grad * result).sum(dim=ctx.dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    node_name = "LogSoftmaxBackward0"
+    saved_names = ("result",)
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        result = _new(torch.log_softmax(a._data, dim))
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return grad - result.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
+
+
+class LogSumExp(Function):
+    node_name = "LogsumexpBackward0"
+    saved_names = ("self", "result")
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        result = _new(torch.logsumexp(a._data, dim=dims, keepdim=keepdim))
+        ctx.save_for_backward(a, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, result = ctx.saved_tensors
+        if not ctx.keepdim:
+            result = unsqueeze_dims(result, ctx.dims, len(ctx.shape))
+        return _expand_back(grad, ctx) * (a - result).exp(), None, None
+
+
+class ArgReduce(Function):
+    @staticmethod
+    def forward(ctx, name, a, dim, keepdim):
+        return _new(getattr(torch, name)(a._data, dim=dim, keepdim=keepdim))
+
+
+# Public functions --------------------------------------------------------------------------------
+def sum(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    if dtype is None and not (a.dtype.is_floating_point or a.dtype.is_complex):
+        dtype = torch.int64  # PyTorch sums integers and bools as int64
+    dims = normalize_dims(dim, a.dim())
+    if dim is None:
+        return SumAll.apply(a, dims, False, dtype)
+    return Sum.apply(a, dims, keepdim, dtype)
+
+
+def mean(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {str(a.dtype).removeprefix('torch.').capitalize()}"
+        )
+    dims = normalize_dims(dim, a.dim())
+    if dim is None:
+        return MeanAll.apply(a, dims, False)
+    return Mean.apply(a, dims, keepdim)
+
+
+def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """`max(a)`: the largest value; `max(a, dim)`: (values, indices); `max(a, b)`: maximum."""
+    if isinstance(dim, Tensor):
+        from minitorch.ops.elementwise import maximum
+
+        return maximum(a, dim)
+    if dim is None:
+        return MaxAll.apply(a, tuple(range(a.dim())), False)
+    return MaxResult(*MaxDim.apply(a, normalize_dim(dim, a.dim()), keepdim))
+
+
+def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, Tensor):
+        from minitorch.ops.elementwise import minimum
+
+        return minimum(a, dim)
+    if dim is None:
+        return MinAll.apply(a, tuple(range(a.dim())), False)
+    return MinResult(*MinDim.apply(a, normalize_dim(dim, a.dim()), keepdim))
+
+
+def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return Amax.apply(a, normalize_dims(dim, a.dim()), keepdim)
+
+
+def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return Amin.apply(a, normalize_dims(dim, a.dim()), keepdim)
+
+
+def argmax(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return ArgReduce.apply("argmax", a, dim, keepdim)
+
+
+def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return ArgReduce.apply("argmin", a, dim, keepdim)
+
+
+def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if p == "fro":
+        p = 2
+    p = math.inf if p in ("inf", float("inf")) else p
+    return Norm.apply(a, p, normalize_dims(dim, a.dim()), keepdim)
+
+
+def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:  # fmt: skip
+    if correction is None:
+        correction = 1 if unbiased else 0
+    return Var.apply(a, normalize_dims(dim, a.dim()), correction, keepdim)
+
+
+def std(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:  # fmt: skip
+    if correction is None:
+        correction = 1 if unbiased else 0
+    return Std.apply(a, normalize_dims(dim, a.dim()), correction, keepdim)
+
+
+def softmax(a: Tensor, dim: int) -> Tensor:
+    return Softmax.apply(a, normalize_dim(dim, a.dim()))
+
+
+def log_softmax(a: Tensor, dim: int) -> Tensor:
+    return LogSoftmax.apply(a, normalize_dim(dim, a.dim()))
+
+
+def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    return LogSumExp.apply(a, normalize_dims(dim, a.dim()), keepdim)
+
+
+from minitorch.ops.elementwise import where  # noqa: E402

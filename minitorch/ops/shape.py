@@ -1,0 +1,304 @@
+"""Shape ops: views and copies that move elements around without changing them. Backward moves
+the gradient back the same way. Views share their input's storage and version counter."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from minitorch.autograd.function import Function
+from minitorch.ops._util import normalize_dim, sum_to_shape
+from minitorch.tensor import Tensor
+
+
+def _result(a: Tensor, data: torch.Tensor) -> Tensor:
+    """Wrap an op's result: a view of `a` shares its version counter, a copy gets its own."""
+    if data.untyped_storage().data_ptr() == a._data.untyped_storage().data_ptr():
+        return a._view(data)
+    return Tensor._make(data)
+
+
+class View(Function):
+    node_name = "ViewBackward0"
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.shape = a.shape
+        return a._view(a._data.view(shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Reshape(Function):
+    node_name = "ViewBackward0"
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.shape = a.shape
+        return _result(a, a._data.reshape(shape))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Squeeze(Function):
+    node_name = "SqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.shape = a.shape
+        data = a._data.squeeze() if dims is None else a._data.squeeze(dims)
+        return a._view(data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Unsqueeze(Function):
+    node_name = "UnsqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        return a._view(a._data.unsqueeze(dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.squeeze(ctx.dim), None
+
+
+class Permute(Function):
+    node_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.dims = dims
+        return a._view(a._data.permute(dims))
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for position, d in enumerate(ctx.dims):
+            inverse[d] = position
+        return grad.permute(inverse), None
+
+
+class Transpose(Function):
+    node_name = "TransposeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim0, dim1):
+        ctx.dims = (dim0, dim1)
+        return a._view(a._data.transpose(dim0, dim1))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.transpose(*ctx.dims), None, None
+
+
+class T(Transpose):
+    node_name = "TBackward0"
+
+
+class Expand(Function):
+    node_name = "ExpandBackward0"
+
+    @staticmethod
+    def forward(ctx, a, sizes):
+        ctx.shape = a.shape
+        return a._view(a._data.expand(sizes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sum_to_shape(grad, ctx.shape), None
+
+
+class Repeat(Function):
+    node_name = "RepeatBackward0"
+
+    @staticmethod
+    def forward(ctx, a, repeats):
+        ctx.shape, ctx.repeats = a.shape, repeats
+        return Tensor._make(a._data.repeat(repeats))
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Output dim i of size r_i * s_i is viewed as (r_i, s_i); summing the r_i axes undoes it.
+        padded = (1,) * (len(ctx.repeats) - len(ctx.shape)) + tuple(ctx.shape)
+        interleaved = []
+        for r, s in zip(ctx.repeats, padded):
+            interleaved += [r, s]
+        grad = grad.reshape(interleaved).sum(dim=tuple(range(0, len(interleaved), 2)))
+        return grad.reshape(ctx.shape), None
+
+
+class Cat(Function):
+    node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        ctx.dim = dim
+        ctx.sizes = [t.shape[dim] for t in tensors]
+        return Tensor._make(torch.cat([t._data for t in tensors], dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (None, *grad.split(ctx.sizes, ctx.dim))
+
+
+class Stack(Function):
+    node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        ctx.dim = dim
+        return Tensor._make(torch.stack([t._data for t in tensors], dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (None, *grad.unbind(ctx.dim))
+
+
+class Split(Function):
+    node_name = "SplitBackward0"
+
+    @staticmethod
+    def forward(ctx, a, split_size, dim):
+        ctx.dim = dim
+        return tuple(a._view(piece) for piece in a._data.split(split_size, dim))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.dim), None, None
+
+
+class SplitWithSizes(Split):
+    node_name = "SplitWithSizesBackward0"
+
+
+class Unbind(Function):
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        return tuple(a._view(piece) for piece in a._data.unbind(dim))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.dim), None
+
+
+# Public functions --------------------------------------------------------------------------------
+def view(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return View.apply(a, tuple(shape))
+
+
+def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return Reshape.apply(a, tuple(shape))
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if a.dim() == 0:
+        return reshape(a, (1,))
+    start, end = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = a.shape
+    middle = 1
+    for size in shape[start : end + 1]:
+        middle *= size
+    return reshape(a, (*shape[:start], middle, *shape[end + 1 :]))
+
+
+def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dim = tuple(normalize_dim(d, a.dim()) for d in dims)
+    return Squeeze.apply(a, dim)
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    return Unsqueeze.apply(a, normalize_dim(dim, a.dim() + 1))
+
+
+def permute(a: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(normalize_dim(d, a.dim()) for d in dims)
+    if sorted(dims) != list(range(a.dim())):
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
+            f"equal to len(dims) = {len(dims)}"
+            if len(dims) != a.dim()
+            else f"permute(): repeated dim in dims {list(dims)}"
+        )
+    return Permute.apply(a, dims)
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    return Transpose.apply(a, normalize_dim(dim0, a.dim()), normalize_dim(dim1, a.dim()))
+
+
+def t(a: Tensor) -> Tensor:
+    if a.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
+    if a.dim() < 2:
+        return T.apply(a, 0, 0)
+    return T.apply(a, 0, 1)
+
+
+def expand(a: Tensor, sizes: Sequence[int]) -> Tensor:
+    return Expand.apply(a, tuple(sizes))
+
+
+def repeat(a: Tensor, repeats: Sequence[int]) -> Tensor:
+    repeats = tuple(repeats)
+    if len(repeats) < a.dim():
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
+            f"of tensor (repeat dims {list(repeats)}, tensor shape {list(a.shape)})"
+        )
+    return Repeat.apply(a, repeats)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    return Cat.apply(normalize_dim(dim, tensors[0].dim()), *tensors)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return Stack.apply(normalize_dim(dim, tensors[0].dim() + 1), *tensors)
+
+
+def split(a: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    dim = normalize_dim(dim, a.dim())
+    if isinstance(split_size, int):
+        return Split.apply(a, split_size, dim)
+    sizes = [int(s) for s in split_size]
+    if sum(sizes) != a.shape[dim]:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
+            f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
+        )
+    return SplitWithSizes.apply(a, sizes, dim)
+
+
+def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = a.shape[normalize_dim(dim, a.dim())]
+    return split(a, max(-(-size // chunks), 1), dim)
+
+
+def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    return Unbind.apply(a, normalize_dim(dim, a.dim()))
