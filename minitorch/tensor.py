@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from minitorch.autograd import function as _function_module
 from minitorch.autograd import grad_mode
 from minitorch.autograd.function import AccumulateGrad, Node, RemovableHandle
 
@@ -110,6 +111,8 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Make this leaf record the ops applied to it (or stop doing so)."""
         if self.grad_fn is not None:
+            if requires_grad:
+                return self  # a non-leaf requires grad already; PyTorch allows this no-op
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
@@ -117,8 +120,13 @@ class Tensor:
             )
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError(
-                "only Tensors of floating point and complex dtype can require gradients "
+                "Only Tensors of floating point and complex dtype can require gradients "
                 f"(got a tensor of dtype {self.dtype} and shape {list(self.shape)})"
+            )
+        if requires_grad and self._inference and not grad_mode._state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
             )
         self._requires_grad = bool(requires_grad)
         return self
@@ -127,6 +135,10 @@ class Tensor:
     def is_leaf(self) -> bool:
         """True for tensors the user created, and for every tensor that does not require grad."""
         return self.grad_fn is None
+
+    def is_inference(self) -> bool:
+        """True for tensors created inside `inference_mode()` (they can never join a graph)."""
+        return self._inference
 
     @property
     def output_nr(self) -> int:
@@ -143,7 +155,7 @@ class Tensor:
         if self.grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
-        self.grad_fn._retained[self._output_nr] = weakref.ref(self)
+        self.grad_fn._retain_grad_of(self)
 
     @property
     def retains_grad(self) -> bool:
@@ -159,7 +171,7 @@ class Tensor:
                 self._hooks = []
             hooks = self._hooks
         else:
-            hooks = self.grad_fn._tensor_prehooks.setdefault(self._output_nr, [])
+            hooks = self.grad_fn._tensor_hooks_for(self._output_nr)
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
@@ -197,8 +209,9 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None and value.shape != self.shape:
             raise RuntimeError(
-                f"assigned grad has data of a different size: tensor of shape {list(self.shape)} "
-                f"cannot take a grad of shape {list(value.shape)}"
+                f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor are "
+                "the same size"
             )
         self._grad = value
 
@@ -749,5 +762,7 @@ def _warn_non_leaf_grad() -> None:
         stacklevel=3,
     )
 
+
+_function_module._Tensor = Tensor
 
 from minitorch import ops as _ops  # noqa: E402  (ops need Tensor defined first)

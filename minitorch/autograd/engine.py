@@ -16,7 +16,6 @@ only run the nodes that lead to them.
 from __future__ import annotations
 
 import heapq
-import itertools
 import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -50,13 +49,14 @@ def backward(
         return
     inputs = _as_list(inputs)
     if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     captured = _execute(roots, root_grads, keep, create_graph, [t._gradient_edge() for t in inputs])
     for t, g in zip(inputs, captured):
-        if g is not None:
+        # A tensor that retains its grad already received it while the engine ran.
+        if g is not None and not t._retains_grad:
             _accumulate(t, g, create_graph)
 
 
@@ -213,19 +213,21 @@ def _execute(
         runnable = {n for n in leading if any(c in leading for c, _ in n.next_functions)}
     captured: list[Tensor | None] = [None] * (len(targets) if targets else 0)
 
-    tie = itertools.count()
     ready: list = []
     for node in dict.fromkeys(root_nodes):
         if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.sequence_nr, next(tie), node))
+            heapq.heappush(ready, (-node.sequence_nr, node))
 
     previous = grad_mode._state.grad_enabled
     grad_mode._state.grad_enabled = create_graph
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heapq.heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * _output_count(node)
-            grads = _run_prehooks(node, grads, create_graph)
+            if node._prehooks or node._tensor_prehooks or node._retained or (
+                isinstance(node, AccumulateGrad) and node.variable._hooks
+            ):
+                grads = _run_prehooks(node, grads, create_graph)
             if capture:
                 for nr, g in enumerate(grads):
                     index = capture.get((node, nr))
@@ -236,7 +238,7 @@ def _execute(
                 continue
             if runnable is not None and node not in runnable:
                 grad_inputs: tuple = (None,) * len(node.next_functions)
-            elif all(g is None for g in grads):
+            elif _all_none(grads):
                 grad_inputs = (None,) * len(node.next_functions)
             else:
                 grad_inputs = _call_node(node, grads)
@@ -253,14 +255,21 @@ def _execute(
                     _add_to_buffer(buffers, child, nr, g)
                 dependencies[child] -= 1
                 if dependencies[child] == 0:
-                    heapq.heappush(ready, (-child.sequence_nr, next(tie), child))
+                    heapq.heappush(ready, (-child.sequence_nr, child))
     finally:
         grad_mode._state.grad_enabled = previous
     return captured
 
 
+def _all_none(grads: list) -> bool:
+    for g in grads:
+        if g is not None:
+            return False
+    return True
+
+
 def _output_count(node: Node) -> int:
-    return 1 if isinstance(node, AccumulateGrad) else len(node._output_meta)
+    return len(node._output_meta)
 
 
 def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 import traceback
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
     from minitorch.tensor import Tensor
 
 _sequence = itertools.count()
+
+# minitorch.tensor imports this module, so the Tensor class cannot be imported here at load time;
+# minitorch.tensor fills this in right after defining it.
+_Tensor: Any = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -109,7 +114,9 @@ def _modified_message(value: Tensor, node: BackwardNode, saved: SavedTensor) -> 
     producer = node if saved.output_nr is not None else value.grad_fn
     if producer is not None:
         nr = saved.output_nr if saved.output_nr is not None else value._output_nr
-        origin = f", which is output {nr} of {producer.name()},"
+        # PyTorch names the forward op here ("Exp"), not its node ("ExpBackward0").
+        op = re.sub(r"Backward\d*$", "", producer.name())
+        origin = f", which is output {nr} of {op},"
     else:
         origin = ""
     return (
@@ -128,6 +135,12 @@ class Node:
     """
 
     next_functions: tuple = ()
+    # Hook containers are created on first registration; these shared empty defaults keep
+    # recording cheap for the (usual) nodes that have no hooks.
+    _hooks: list = []
+    _prehooks: list = []
+    _tensor_prehooks: dict[int, list] = {}
+    _retained: dict[int, weakref.ref] = {}
 
     def name(self) -> str:
         return type(self).__name__
@@ -136,26 +149,35 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
     # Hooks ------------------------------------------------------------------------------------
-    def _init_hooks(self) -> None:
-        self._hooks: list = []
-        self._prehooks: list = []
-        self._tensor_prehooks: dict[int, list] = {}
-        self._retained: dict[int, weakref.ref] = {}
-
     def register_hook(self, hook: Callable) -> RemovableHandle:
         """`hook(grad_inputs, grad_outputs)` runs after this node computed its input gradients;
         returning a tuple replaces `grad_inputs`."""
+        if "_hooks" not in self.__dict__:
+            self._hooks = []
         self._hooks.append(hook)
         return RemovableHandle(self._hooks, hook)
 
     def register_prehook(self, hook: Callable) -> RemovableHandle:
         """`hook(grad_outputs)` runs before this node; returning a tuple replaces the gradients."""
+        if "_prehooks" not in self.__dict__:
+            self._prehooks = []
         self._prehooks.append(hook)
         return RemovableHandle(self._prehooks, hook)
 
+    def _tensor_hooks_for(self, output_nr: int) -> list:
+        """The list of hooks registered on the tensor that is this node's output `output_nr`."""
+        if "_tensor_prehooks" not in self.__dict__:
+            self._tensor_prehooks = {}
+        return self._tensor_prehooks.setdefault(output_nr, [])
+
+    def _retain_grad_of(self, tensor: Tensor) -> None:
+        if "_retained" not in self.__dict__:
+            self._retained = {}
+        self._retained[tensor._output_nr] = weakref.ref(tensor)
+
     @property
     def metadata(self) -> dict:
-        if not hasattr(self, "_metadata"):
+        if "_metadata" not in self.__dict__:
             self._metadata = {}
         return self._metadata
 
@@ -175,10 +197,12 @@ class Node:
 class AccumulateGrad(Node):
     """The node behind a leaf that requires grad: it adds the incoming gradient to `.grad`."""
 
+    _output_meta = (None,)
+
     def __init__(self, variable: Tensor) -> None:
-        self._init_hooks()
         self.variable = variable
-        self.sequence_nr = -1  # leaves run last among the nodes ready at the same time
+        # Like PyTorch, a leaf's node runs as soon as it is ready (highest priority).
+        self.sequence_nr = sys.maxsize - next(_sequence)
 
     def apply_backward(self, grad_outputs: tuple) -> tuple:
         return ()
@@ -189,19 +213,17 @@ class BackwardNode(Node):
 
     _forward_cls: type[Function]
     _saved_names: tuple[str, ...] = ()
+    # Defaults read through the class until apply() or the ctx API sets them on the instance.
+    materialize_grads = True
+    _to_save: tuple = ()
+    _saved: tuple[SavedTensor | None, ...] | None = ()
+    _non_differentiable: tuple = ()
+    _input_positions: tuple[int, ...] = ()  # which forward args have an edge (tensors, numbers)
+    _input_meta: tuple = ()  # (shape, dtype) of each tensor input, None for wrapped numbers
+    _output_meta: tuple = ()  # (shape, dtype, device) of each output
 
     def __init__(self) -> None:
-        self._init_hooks()
         self.sequence_nr = next(_sequence)
-        self.next_functions: tuple = ()
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self.materialize_grads = True
-        self._to_save: tuple = ()
-        self._saved: tuple[SavedTensor | None, ...] | None = ()
-        self._non_differentiable: tuple = ()
-        self._tensor_positions: tuple[int, ...] = ()  # which forward args are tensors
-        self._input_shapes: tuple = ()  # shape of each tensor input
-        self._output_meta: tuple = ()  # (shape, dtype, device) of each output
 
     # The ctx API used inside forward/backward ---------------------------------------------------
     def save_for_backward(self, *tensors: Tensor | None) -> None:
@@ -229,30 +251,41 @@ class BackwardNode(Node):
             return self.saved_tensors[names.index(attr[7:])]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
+    def __dir__(self) -> list[str]:
+        """List the `_saved_<name>` attributes too, as `dir()` does on PyTorch's nodes."""
+        return sorted({*super().__dir__(), *(f"_saved_{n}" for n in type(self)._saved_names)})
+
     def release_saved(self) -> None:
         if self._saved:
             self._saved = None
 
     def apply_backward(self, grad_outputs: tuple) -> tuple:
-        """Run the Function's backward; return one gradient (or None) per tensor input."""
+        """Run the Function's backward; return one gradient (or None) per edge."""
         grads = self._forward_cls.backward(self, *grad_outputs)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        positions = self._tensor_positions
         expected = len(self.needs_input_grad)
-        if len(grads) < expected or any(g is not None for g in grads[expected:]):
+        if len(grads) != expected and (
+            len(grads) < expected or any(g is not None for g in grads[expected:])
+        ):
             raise RuntimeError(
                 f"function {self.name()} returned an incorrect number of gradients "
                 f"(expected {expected}, got {len(grads)})"
             )
-        grads = tuple(grads[p] for p in positions)
-        for index, (grad, shape) in enumerate(zip(grads, self._input_shapes)):
-            if grad is not None and grad.shape != shape:
-                raise RuntimeError(
-                    f"Function {self.name()} returned an invalid gradient at index {index} - got "
-                    f"{list(grad.shape)} but expected shape compatible with {list(shape)}"
-                )
-        return grads
+        result = []
+        for index, position in enumerate(self._input_positions):
+            grad = grads[position]
+            if grad is not None:
+                shape, dtype = self._input_meta[index]
+                if grad.shape != shape:
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {index} - "
+                        f"got {list(grad.shape)} but expected shape compatible with {list(shape)}"
+                    )
+                if grad.dtype != dtype:
+                    grad = grad.to(dtype)
+            result.append(grad)
+        return tuple(result)
 
 
 class Function:
@@ -262,12 +295,16 @@ class Function:
     `forward(ctx, *args)` receives the arguments as given (tensors and other values) and runs with
     recording off; it returns a tensor or a tuple of tensors. `backward(ctx, *grads)` receives one
     gradient per output and returns one gradient per argument of forward, in order (None for
-    arguments that are not tensors or need no gradient). Built-in ops set `node_name` to PyTorch's
-    node name and `saved_names` to PyTorch's names for what they save.
+    arguments that are not tensors or need no gradient).
+
+    Built-in ops set `node_name` to PyTorch's node name, `saved_names` to PyTorch's names for what
+    they save, and `wraps_numbers` where PyTorch treats a Python number argument as a tensor that
+    needs no grad (so `(x * 2).grad_fn.next_functions` has a `(None, 0)` entry for the 2).
     """
 
     node_name: str | None = None
     saved_names: tuple[str, ...] = ()
+    wraps_numbers: bool = False
 
     @staticmethod
     def forward(ctx: Any, *args: Any) -> Any:
@@ -288,17 +325,17 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        from minitorch.tensor import Tensor
-
+        Tensor = _Tensor
         ctx = cls._backward_cls()
         state = grad_mode._state
-        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        inputs = [args[i] for i in positions]
-        record = state.grad_enabled and any(t._requires_grad for t in inputs)
+        record = False
+        if state.grad_enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    record = True
+                    break
         if record:
-            ctx.needs_input_grad = tuple(
-                isinstance(a, Tensor) and a._requires_grad for a in args
-            )
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         else:
             ctx.needs_input_grad = (False,) * len(args)
 
@@ -307,49 +344,76 @@ class Function:
         try:
             outputs = cls.forward(ctx, *args)
         except (RuntimeError, IndexError, ValueError) as error:
-            raise _with_op_context(error, ctx.name(), inputs) from None
+            raise _with_op_context(error, ctx.name(), args) from None
         finally:
             state.grad_enabled = previous
 
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
         if state.inference:
-            for out in outs:
-                if isinstance(out, Tensor):
-                    out._inference = True
+            _mark_inference(outputs)
         if not record:
             return outputs
-
-        outs = tuple(_own_output(o, inputs) for o in outs)
-        ctx.next_functions = tuple(
-            t._gradient_edge() if t._requires_grad else (None, 0) for t in inputs
-        )
-        ctx._tensor_positions = positions
-        ctx._input_shapes = tuple(t.shape for t in inputs)
-        non_differentiable = ctx._non_differentiable
-        for nr, out in enumerate(outs):
-            if (
-                isinstance(out, Tensor)
-                and out.dtype.is_floating_point
-                and not any(out is n for n in non_differentiable)
-            ):
-                out.grad_fn = ctx
-                out._requires_grad = True
-                out._output_nr = nr
-        ctx._output_meta = tuple(
-            (o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs
-        )
-        _pack_saved(ctx, outs)
-        if state.anomaly:
-            ctx.metadata["traceback_"] = traceback.format_stack()[:-1]
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        outs = _record(cls, ctx, args, outs)
         return outs[0] if single else outs
 
 
-def _own_output(out: Any, inputs: list) -> Any:
-    """An input returned unchanged from forward becomes a new tensor sharing its storage."""
-    if any(out is t for t in inputs):
-        return out._alias()
-    return out
+def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) -> tuple:
+    """Make `ctx` the grad_fn of the outputs and remember where input gradients must go.
+    Returns the outputs (an input returned unchanged is replaced by an alias)."""
+    Tensor = _Tensor
+
+    positions, edges, meta = [], [], []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            positions.append(i)
+            edges.append(a._gradient_edge() if a._requires_grad else (None, 0))
+            meta.append((a.shape, a.dtype))
+        elif cls.wraps_numbers and isinstance(a, (int, float)):
+            positions.append(i)
+            edges.append((None, 0))
+            meta.append(None)
+    ctx.next_functions = tuple(edges)
+    ctx._input_positions = tuple(positions)
+    ctx._input_meta = tuple(meta)
+
+    non_differentiable = ctx._non_differentiable
+    output_meta = []
+    for nr, out in enumerate(outs):
+        if not isinstance(out, Tensor):
+            output_meta.append(None)
+            continue
+        if _is_one_of(out, args):
+            # An input returned unchanged becomes a new tensor sharing its storage.
+            out = Tensor._make(out._data, version=out._version)
+            outs = outs[:nr] + (out,) + outs[nr + 1 :]
+        if out.dtype.is_floating_point and not _is_one_of(out, non_differentiable):
+            out.grad_fn = ctx
+            out._requires_grad = True
+            out._output_nr = nr
+        output_meta.append((out.shape, out.dtype, out.device))
+    ctx._output_meta = tuple(output_meta)
+    if ctx._to_save:
+        _pack_saved(ctx, outs)
+    if grad_mode._state.anomaly:
+        ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
+    return outs
+
+
+def _is_one_of(obj: Any, candidates: tuple) -> bool:
+    """Identity membership (`in` would call Tensor.__eq__)."""
+    for candidate in candidates:
+        if obj is candidate:
+            return True
+    return False
+
+
+def _mark_inference(outputs: Any) -> None:
+    from minitorch.tensor import Tensor
+
+    for out in outputs if isinstance(outputs, tuple) else (outputs,):
+        if isinstance(out, Tensor):
+            out._inference = True
 
 
 def _pack_saved(ctx: BackwardNode, outs: tuple) -> None:
@@ -363,14 +427,20 @@ def _pack_saved(ctx: BackwardNode, outs: tuple) -> None:
                 "Inference tensors cannot be saved for backward. To work around you can make a "
                 "clone to get a normal tensor and use it in autograd."
             )
-        output_nr = next((nr for nr, o in enumerate(outs) if t is o), None)
+        output_nr = None
+        for nr, out in enumerate(outs):
+            if t is out:
+                output_nr = nr
         saved.append(SavedTensor(t, output_nr))
     ctx._saved = tuple(saved)
     ctx._to_save = ()
 
 
-def _with_op_context(error: Exception, node_name: str, inputs: list) -> Exception:
+def _with_op_context(error: Exception, node_name: str, args: tuple) -> Exception:
     """Add the op's name and its input shapes to an error raised while computing forward."""
+    from minitorch.tensor import Tensor
+
+    inputs = [a for a in args if isinstance(a, Tensor)]
     op = re.sub(r"Backward\d*$", "", node_name).lower()
     shapes = ", ".join(str(list(t.shape)) for t in inputs)
     return type(error)(f"{op}: {error} (input shapes: {shapes})")

@@ -110,6 +110,12 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self) -> None:
         pass
 
+    def __call__(self, fn: F) -> F:
+        """As a decorator, `@set_grad_enabled(False)` only affects calls of `fn`: the mode set by
+        the constructor is undone at once (as in PyTorch)."""
+        _state.grad_enabled, _state.inference = self._previous
+        return super().__call__(fn)
+
     def clone(self) -> set_grad_enabled:
         return set_grad_enabled(self.mode)
 

@@ -18,13 +18,33 @@ def _new(data: torch.Tensor) -> Tensor:
 
 
 # Binary arithmetic ------------------------------------------------------------------------------
+# Either operand may be a Python number (`x * 2`, `1 - x`): PyTorch treats it as a tensor that
+# needs no gradient, and so do these Functions (`wraps_numbers`).
+def _raw(value: Any) -> Any:
+    return value._data if isinstance(value, Tensor) else value
+
+
+def _shape(value: Any) -> Any:
+    return value.shape if isinstance(value, Tensor) else ()
+
+
+def _numbers(*values: Any) -> tuple:  # two operands
+    """The operands that are Python numbers (None for tensors, which go through saved tensors)."""
+    return (
+        None if isinstance(values[0], Tensor) else values[0],
+        None if isinstance(values[1], Tensor) else values[1],
+    )
+
+
 class Add(Function):
     node_name = "AddBackward0"
+    wraps_numbers = True
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
-        return _new(a._data + b._data)
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            ctx.shapes = (_shape(a), _shape(b))
+        return _new(_raw(a) + _raw(b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -37,11 +57,13 @@ class Add(Function):
 
 class Sub(Function):
     node_name = "SubBackward0"
+    wraps_numbers = True
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
-        return _new(a._data - b._data)
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            ctx.shapes = (_shape(a), _shape(b))
+        return _new(_raw(a) - _raw(b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -52,22 +74,36 @@ class Sub(Function):
         )
 
 
+class RSub(Sub):
+    """number - tensor"""
+
+    node_name = "RsubBackward1"
+
+
 class Mul(Function):
     node_name = "MulBackward0"
     saved_names = ("self", "other")
+    wraps_numbers = True
 
     @staticmethod
     def forward(ctx, a, b):
         # Save only what the other input's gradient needs (x * 2 saves nothing, as in PyTorch).
         need_a, need_b = ctx.needs_input_grad
-        ctx.save_for_backward(a if need_b else None, b if need_a else None)
-        ctx.shapes = (a.shape, b.shape)
-        return _new(a._data * b._data)
+        if not (need_a or need_b):
+            return _new(_raw(a) * _raw(b))
+        ctx.save_for_backward(
+            a if need_b else None, b if need_a and isinstance(b, Tensor) else None
+        )
+        ctx.numbers = _numbers(a, b)
+        ctx.shapes = (_shape(a), _shape(b))
+        return _new(_raw(a) * _raw(b))
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
+        if b is None and need_a:
+            b = ctx.numbers[1]
         return (
             sum_to_shape(grad * b, ctx.shapes[0]) if need_a else None,
             sum_to_shape(grad * a, ctx.shapes[1]) if need_b else None,
@@ -77,17 +113,25 @@ class Mul(Function):
 class Div(Function):
     node_name = "DivBackward0"
     saved_names = ("self", "other")
+    wraps_numbers = True
 
     @staticmethod
     def forward(ctx, a, b):
         need_a, need_b = ctx.needs_input_grad
-        ctx.save_for_backward(a if need_b else None, b)
-        ctx.shapes = (a.shape, b.shape)
-        return _new(a._data / b._data)
+        if not (need_a or need_b):
+            return _new(_raw(a) / _raw(b))
+        ctx.save_for_backward(
+            a if need_b and isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None
+        )
+        ctx.numbers = _numbers(a, b)
+        ctx.shapes = (_shape(a), _shape(b))
+        return _new(_raw(a) / _raw(b))
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
+        a = ctx.numbers[0] if a is None else a
+        b = ctx.numbers[1] if b is None else b
         need_a, need_b = ctx.needs_input_grad
         return (
             sum_to_shape(grad / b, ctx.shapes[0]) if need_a else None,
@@ -498,22 +542,18 @@ class LogicalNot(Function):
 
 # Public functions --------------------------------------------------------------------------------
 def add(a: Any, b: Any) -> Tensor:
-    return Add.apply(*pair(a, b))
+    return Add.apply(a, b)
 
 
 def sub(a: Any, b: Any) -> Tensor:
-    return Sub.apply(*pair(a, b))
+    return Sub.apply(a, b) if isinstance(a, Tensor) else RSub.apply(a, b)
 
 
 def mul(a: Any, b: Any) -> Tensor:
-    return Mul.apply(*pair(a, b))
+    return Mul.apply(a, b) if isinstance(a, Tensor) else Mul.apply(b, a)
 
 
 def div(a: Any, b: Any) -> Tensor:
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        a, b = pair(a, b)
-        if not (a.dtype.is_floating_point or b.dtype.is_floating_point):
-            a = a.to(torch.get_default_dtype())  # true division of integers gives floats
     return Div.apply(a, b)
 
 

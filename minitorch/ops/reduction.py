@@ -3,6 +3,7 @@ broadcasting spread the gradient over them."""
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections import namedtuple
 from typing import Any
@@ -175,7 +176,7 @@ class Var(Function):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.divisor = max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        ctx.divisor = builtins.max(math.prod(a.shape[d] for d in dims) - correction, 0)
         ctx.save_for_backward(a)
         return _new(torch.var(a._data, dim=dims, correction=correction, keepdim=keepdim))
 
@@ -193,7 +194,7 @@ class Std(Function):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.divisor = max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        ctx.divisor = builtins.max(math.prod(a.shape[d] for d in dims) - correction, 0)
         result = _new(torch.std(a._data, dim=dims, correction=correction, keepdim=keepdim))
         ctx.save_for_backward(a, result)
         return result
