@@ -128,8 +128,8 @@ def mm(a, b):
     return matmul(a, b)
 
 
-def numel(t: Tensor) -> "builtins.int":  # noqa: F821
-    return t.numel()
+def numel(input: Tensor) -> "builtins.int":  # noqa: F821, A002
+    return input.numel()
 
 
 __version__ = "0.1.0"

@@ -9,6 +9,7 @@ It slows every op down, so switch it on only while debugging.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from minitorch.autograd.grad_mode import _state
@@ -42,6 +43,11 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should "
+            "only be enabled for debugging.",
+            stacklevel=2,
+        )
 
     def __enter__(self) -> None:
         self._previous = (_state.anomaly, _state.anomaly_check_nan)

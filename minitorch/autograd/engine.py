@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import heapq
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 

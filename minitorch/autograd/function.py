@@ -29,7 +29,8 @@ import re
 import sys
 import traceback
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from minitorch.autograd import grad_mode
 

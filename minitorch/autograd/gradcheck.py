@@ -9,7 +9,8 @@ finite differences are too coarse and the check is unreliable (a warning says so
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 

@@ -8,7 +8,8 @@ back. Use it to compress or offload what the graph keeps alive. `pack` should st
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from minitorch.autograd.function import AccumulateGrad, BackwardNode, Node
 from minitorch.autograd.grad_mode import _state

@@ -196,6 +196,8 @@ class PowScalar(Function):
         (a,) = ctx.saved_tensors
         if ctx.exponent == 0:
             return grad * 0, None
+        if ctx.exponent == 2:  # the common square: skip a pow kernel
+            return grad * (2 * a), None
         return grad * ctx.exponent * a ** (ctx.exponent - 1), None
 
 
@@ -379,7 +381,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return grad * (result > 0).to(grad.dtype)
+        return where(result > 0, grad, 0.0)
 
 
 class Abs(Function):
@@ -490,6 +492,12 @@ class MaskedFill(Function):
             None,
             where(mask, grad, zero).sum() if need_value else None,
         )
+
+
+class MaskedFillTensor(MaskedFill):
+    """masked_fill with a 0-d tensor value (which gets a gradient), as PyTorch names it."""
+
+    node_name = "MaskedFillBackward1"
 
 
 class Fill(Function):
@@ -642,6 +650,8 @@ def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
         raise RuntimeError(
             f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
+    if isinstance(value, Tensor):
+        return MaskedFillTensor.apply(a, mask, value)
     return MaskedFill.apply(a, mask, value)
 
 

@@ -3,7 +3,8 @@ the gradient back the same way. Views share their input's storage and version co
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
