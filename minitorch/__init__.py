@@ -7,6 +7,7 @@ derivative are minitorch's own. Programs inside the subset run after `import min
 import torch as _torch
 
 from minitorch import autograd, cuda
+from minitorch.autograd.anomaly import is_anomaly_enabled
 from minitorch.autograd.grad_mode import (
     enable_grad,
     inference_mode,

@@ -36,7 +36,11 @@ def _plain(data: Any) -> Any:
 def tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:  # fmt: skip
     """A new tensor holding a copy of `data` (numbers, nested lists, numpy arrays, tensors)."""
-    return _wrap(torch.tensor(_plain(data), dtype=dtype, device=device), requires_grad)
+    plain = _plain(data)
+    if isinstance(data, (list, tuple)) and isinstance(plain, torch.Tensor):
+        # A list of tensors, stacked into a new tensor already (torch.tensor() would warn).
+        return _wrap(plain.to(dtype=dtype, device=device), requires_grad)
+    return _wrap(torch.tensor(plain, dtype=dtype, device=device), requires_grad)
 
 
 def as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:

@@ -51,16 +51,24 @@ class Tensor:
         "_retains_grad",
         "_grad_accumulator",
         "_inference",
+        "_is_view",
         "__weakref__",
     )
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        """Prefer `minitorch.tensor(...)`; this constructor wraps torch storage or copies data."""
-        if isinstance(data, Tensor):
-            data = data._data
-        if not isinstance(data, torch.Tensor):
-            data = torch.as_tensor(data)
-        self._init(data.detach(), None, False, 0, _Version())
+    def __init__(self, *data: Any, requires_grad: bool = False) -> None:
+        """Prefer `minitorch.tensor(...)`. Like `torch.Tensor`, `Tensor([1, 2])` copies data into
+        the default float dtype and `Tensor(2, 3)` makes an uninitialized 2x3 tensor; a torch
+        tensor (storage) is wrapped as it is."""
+        first = data[0] if len(data) == 1 else None
+        if isinstance(first, Tensor):
+            first = first._data
+        if isinstance(first, torch.Tensor):
+            storage = first
+        elif all(isinstance(d, int) for d in data) or isinstance(first, torch.Size):
+            storage = torch.empty(_shape_args(data) if data else (0,))
+        else:
+            storage = torch.as_tensor(first, dtype=torch.get_default_dtype())
+        self._init(storage.detach(), None, False, 0, _Version())
         if requires_grad:
             self.requires_grad_(True)
 
@@ -76,6 +84,7 @@ class Tensor:
         self._retains_grad = False
         self._grad_accumulator: weakref.ref | None = None
         self._inference = grad_mode._state.inference
+        self._is_view = False
 
     @classmethod
     def _make(
@@ -93,7 +102,9 @@ class Tensor:
 
     def _view(self, data: torch.Tensor) -> Tensor:
         """A new tensor over (part of) this tensor's storage, sharing its version counter."""
-        return Tensor._make(data, version=self._version)
+        view = Tensor._make(data, version=self._version)
+        view._is_view = True
+        return view
 
     def _alias(self) -> Tensor:
         return Tensor._make(self._data, version=self._version)
@@ -117,7 +128,7 @@ class Tensor:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach()."
+                f"var_no_grad = var.detach(). (This tensor is an output of {self.grad_fn.name()}.)"
             )
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError(
@@ -383,9 +394,9 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.numel() != 1:
+            how_many = "no values" if self._data.numel() == 0 else "more than one value"
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous (shape "
-                f"{list(self.shape)})"
+                f"Boolean value of Tensor with {how_many} is ambiguous (shape {list(self.shape)})"
             )
         return bool(self._data.item())
 

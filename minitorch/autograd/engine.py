@@ -48,16 +48,17 @@ def backward(
     if inputs is None:
         _execute(roots, root_grads, keep, create_graph, targets=None)
         return
-    inputs = _as_list(inputs)
+    inputs = list({id(t): t for t in _as_list(inputs)}.values())  # each tensor once
     if not inputs:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    captured = _execute(roots, root_grads, keep, create_graph, [t._gradient_edge() for t in inputs])
+    edges = [t._gradient_edge() for t in inputs]
+    captured = _execute(roots, root_grads, keep, create_graph, edges, run_targets=True)
     for t, g in zip(inputs, captured):
-        # A tensor that retains its grad already received it while the engine ran.
-        if g is not None and not t._retains_grad:
+        # Leaves (and tensors that retain their grad) already received it while the engine ran.
+        if g is not None and t.grad_fn is not None and not t._retains_grad:
             _accumulate(t, g, create_graph)
 
 
@@ -75,6 +76,11 @@ def grad(
 
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     for t in inputs:
         if not isinstance(t, Tensor):
@@ -194,20 +200,24 @@ def _execute(
     keep_graph: bool,
     create_graph: bool,
     targets: list[Edge] | None,
+    run_targets: bool = False,
 ) -> list[Tensor | None]:
-    """Run backward from `roots`. With `targets`, return the gradient arriving at each target
-    edge and accumulate nothing; without, accumulate into every leaf reached."""
+    """Run backward from `roots`. Without `targets`, accumulate into every leaf reached. With
+    `targets`, run only the nodes leading to them and return the gradient arriving at each
+    target edge; the targets' own nodes run too (so leaves among them accumulate) only if
+    `run_targets`, as PyTorch does for `backward(inputs=...)` but not for `grad()`."""
     root_nodes = [node for node, _ in roots]
     dependencies = _count_dependencies(root_nodes)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, g)
 
-    capture: dict[Edge, int] = {}
+    capture: dict[Edge, list[int]] = {}  # an input may be listed more than once
     runnable: set[Node] | None = None
+    goals: set[Node] = set()
     if targets is not None:
         for index, edge in enumerate(targets):
-            capture.setdefault(edge, index)
+            capture.setdefault(edge, []).append(index)
         goals = {node for node, _ in targets}
         leading = _nodes_leading_to(root_nodes, goals)
         # A target node itself only needs to run if other targets lie behind it.
@@ -225,19 +235,26 @@ def _execute(
         while ready:
             node = heapq.heappop(ready)[1]
             grads = buffers.pop(node, None) or [None] * _output_count(node)
-            if node._prehooks or node._tensor_prehooks or node._retained or (
-                isinstance(node, AccumulateGrad) and node.variable._hooks
+            is_leaf = isinstance(node, AccumulateGrad)
+            # With targets, a node that does not run still applies the tensor hooks of its
+            # outputs (the target's own hooks), but not its node hooks: PyTorch's behaviour.
+            runs = runnable is None or node in runnable or (run_targets and node in goals)
+            if (
+                node._prehooks
+                or node._tensor_prehooks
+                or node._retained
+                or (is_leaf and node.variable._hooks)
             ):
-                grads = _run_prehooks(node, grads, create_graph)
+                grads = _run_prehooks(node, grads, create_graph, node_prehooks=runs)
             if capture:
                 for nr, g in enumerate(grads):
-                    index = capture.get((node, nr))
-                    if index is not None:
+                    for index in capture.get((node, nr), ()):
                         captured[index] = g
-            if isinstance(node, AccumulateGrad):
-                _run_accumulate(node, grads[0], accumulate=targets is None, create=create_graph)
+            if is_leaf:
+                if runs:
+                    _run_accumulate(node, grads[0], create_graph)
                 continue
-            if runnable is not None and node not in runnable:
+            if not runs:
                 grad_inputs: tuple = (None,) * len(node.next_functions)
             elif _all_none(grads):
                 grad_inputs = (None,) * len(node.next_functions)
@@ -280,7 +297,7 @@ def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:
     buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
 
 
-def _run_prehooks(node: Node, grads: list, create_graph: bool) -> list:
+def _run_prehooks(node: Node, grads: list, create_graph: bool, node_prehooks: bool) -> list:
     """Tensor hooks (per output), then retained grads, then node prehooks: PyTorch's order."""
     if isinstance(node, AccumulateGrad):
         hooks = node.variable._hooks
@@ -292,7 +309,7 @@ def _run_prehooks(node: Node, grads: list, create_graph: bool) -> list:
         tensor = ref()
         if tensor is not None and grads[nr] is not None:
             _accumulate(tensor, grads[nr], create_graph)
-    for hook in node._prehooks:
+    for hook in node._prehooks if node_prehooks else ():
         result = hook(tuple(grads))
         if result is not None:
             grads = list(result)
@@ -310,12 +327,10 @@ def _apply_tensor_hooks(hooks: list, grads: list, nr: int) -> list:
     return grads
 
 
-def _run_accumulate(node: AccumulateGrad, grad: Tensor | None, accumulate: bool,
-                    create: bool) -> None:  # fmt: skip
+def _run_accumulate(node: AccumulateGrad, grad: Tensor | None, create: bool) -> None:
     if grad is None:
         return
-    if accumulate:
-        _accumulate(node.variable, grad, create)
+    _accumulate(node.variable, grad, create)
     for hook in node._hooks:
         hook((), (grad,))
 

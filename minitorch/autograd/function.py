@@ -147,7 +147,7 @@ class Node:
         return type(self).__name__
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     # Hooks ------------------------------------------------------------------------------------
     def register_hook(self, hook: Callable) -> RemovableHandle:
@@ -205,6 +205,9 @@ class AccumulateGrad(Node):
         # Like PyTorch, a leaf's node runs as soon as it is ready (highest priority).
         self.sequence_nr = sys.maxsize - next(_sequence)
 
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # PyTorch's name, so graph-walking code agrees
+
     def apply_backward(self, grad_outputs: tuple) -> tuple:
         return ()
 
@@ -242,7 +245,7 @@ class BackwardNode(Node):
     @property
     def saved_tensors(self) -> tuple:
         if self._saved is None:
-            raise RuntimeError(FREED_GRAPH_MESSAGE)
+            raise RuntimeError(f"{FREED_GRAPH_MESSAGE} (They were saved by {self.name()}.)")
         return tuple(s if s is None else s.unpack(self) for s in self._saved)
 
     def __getattr__(self, attr: str) -> Any:
@@ -254,7 +257,10 @@ class BackwardNode(Node):
 
     def __dir__(self) -> list[str]:
         """List the `_saved_<name>` attributes too, as `dir()` does on PyTorch's nodes."""
-        return sorted({*super().__dir__(), *(f"_saved_{n}" for n in type(self)._saved_names)})
+        # `_saved_names` is bookkeeping, not a saved value: tools such as torchviz treat every
+        # `_saved_*` attribute as one, so it is left out.
+        names = {n for n in super().__dir__() if n != "_saved_names"}
+        return sorted(names | {f"_saved_{n}" for n in type(self)._saved_names})
 
     def release_saved(self) -> None:
         if self._saved:
@@ -330,7 +336,7 @@ class Function:
         ctx = cls._backward_cls()
         state = grad_mode._state
         record = False
-        if state.grad_enabled:
+        if state.grad_enabled and not state.inference:
             for a in args:
                 if isinstance(a, Tensor) and a._requires_grad:
                     record = True

@@ -96,7 +96,7 @@ class enable_grad(_GradModeContext):
         pass
 
     def _enter_state(self) -> tuple[bool, bool]:
-        return True, False
+        return True, _state.inference  # inside inference_mode nothing is recorded anyway
 
 
 class set_grad_enabled(_GradModeContext):
@@ -136,5 +136,5 @@ class inference_mode(_GradModeContext):
 
     def _enter_state(self) -> tuple[bool, bool]:
         if not self.mode:
-            return _state.grad_enabled, _state.inference
+            return True, False  # PyTorch's inference_mode(False) also enables grad
         return False, True

@@ -41,9 +41,10 @@ def _numerical_jacobian(fn: Callable, inputs: list, index: int, eps: float) -> l
         for i in range(flat.numel()):
             original = flat[i].item()
             flat[i] = original + eps
-            plus = [o._data.reshape(-1).to(torch.float64) for o in _outputs(fn, inputs)]
+            # clone: an output may be a view of the input, which is restored below
+            plus = [o._data.to(torch.float64).flatten().clone() for o in _outputs(fn, inputs)]
             flat[i] = original - eps
-            minus = [o._data.reshape(-1).to(torch.float64) for o in _outputs(fn, inputs)]
+            minus = [o._data.to(torch.float64).flatten().clone() for o in _outputs(fn, inputs)]
             flat[i] = original
             columns.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
     n_outputs = len(columns[0]) if columns else 0

@@ -75,9 +75,10 @@ class Sub(Function):
 
 
 class RSub(Sub):
-    """number - tensor"""
+    """number - tensor. PyTorch records rsub(tensor, number): one edge, for the tensor."""
 
     node_name = "RsubBackward1"
+    wraps_numbers = False
 
 
 class Mul(Function):
@@ -238,12 +239,18 @@ class RPow(Function):
         result = _new(torch.pow(base, b._data))
         ctx.save_for_backward(result)
         ctx.log_base = torch.log(torch.tensor(float(base), dtype=torch.float64)).item()
+        ctx.zero_base = base == 0
         return result
 
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return None, grad * result * ctx.log_base
+        grad_b = grad * result * ctx.log_base
+        if ctx.zero_base:
+            # 0 ** b: PyTorch takes the gradient as 0 where b >= 0 (there the result is 0 or 1)
+            # instead of 0 * log(0) = nan.
+            grad_b = where(result <= 1, 0.0, grad_b)
+        return None, grad_b
 
 
 # Unary ops ---------------------------------------------------------------------------------------
@@ -456,9 +463,11 @@ class Where(Function):
 
     @staticmethod
     def forward(ctx, condition, a, b):
-        ctx.save_for_backward(condition)
+        # `condition` comes as torch storage: it is not differentiable, so (as in PyTorch) the
+        # node has edges for `a` and `b` only. masked_fill's `mask` comes the same way.
+        ctx.save_for_backward(_new(condition))
         ctx.shapes = (a.shape, b.shape)
-        return _new(torch.where(condition._data, a._data, b._data))
+        return _new(torch.where(condition, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -478,9 +487,9 @@ class MaskedFill(Function):
 
     @staticmethod
     def forward(ctx, a, mask, value):
-        ctx.save_for_backward(mask)
+        ctx.save_for_backward(_new(mask))
         fill = value._data if isinstance(value, Tensor) else value
-        return _new(a._data.masked_fill(mask._data, fill))
+        return _new(a._data.masked_fill(mask, fill))
 
     @staticmethod
     def backward(ctx, grad):
@@ -550,7 +559,8 @@ class LogicalNot(Function):
 
 # Public functions --------------------------------------------------------------------------------
 def add(a: Any, b: Any) -> Tensor:
-    return Add.apply(a, b)
+    # `2 + x` is x.add(2) in PyTorch: the tensor's edge comes first.
+    return Add.apply(a, b) if isinstance(a, Tensor) else Add.apply(b, a)
 
 
 def sub(a: Any, b: Any) -> Tensor:
@@ -642,7 +652,7 @@ def where(condition: Tensor, a: Any, b: Any) -> Tensor:
     like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else condition
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         like = Tensor._make(torch.empty((), device=condition.device))
-    return Where.apply(condition, as_tensor(a, like), as_tensor(b, like))
+    return Where.apply(condition._data, as_tensor(a, like), as_tensor(b, like))
 
 
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -651,8 +661,8 @@ def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     if isinstance(value, Tensor):
-        return MaskedFillTensor.apply(a, mask, value)
-    return MaskedFill.apply(a, mask, value)
+        return MaskedFillTensor.apply(a, mask._data, value)
+    return MaskedFill.apply(a, mask._data, value)
 
 
 def fill(a: Tensor, value: Any) -> Tensor:

@@ -19,6 +19,8 @@ from minitorch.tensor import Tensor
 def _raw_index(index: Any) -> Any:
     """The index with minitorch tensors replaced by their storage (torch understands the rest)."""
     if isinstance(index, Tensor):
+        if index.dim() == 0 and not (index.dtype.is_floating_point or index.dtype == torch.bool):
+            return int(index._data.item())  # PyTorch reads a 0-d integer tensor as an int
         return index._data
     if isinstance(index, tuple):
         return tuple(_raw_index(i) for i in index)
@@ -66,6 +68,36 @@ class Slice(Index):
     node_name = "SliceBackward0"
 
 
+class UnsqueezeIndex(Index):
+    node_name = "UnsqueezeBackward0"
+
+
+class Alias(Index):
+    node_name = "AliasBackward0"
+
+
+def _basic_node(shape: torch.Size, index: Any) -> type[Index]:
+    """The node PyTorch records for basic indexing: named after the last view it applies, where
+    a slice inside a tuple that keeps a whole dim applies none (`x[:, 0]` is a Select)."""
+    if isinstance(index, slice):
+        return Slice
+    items = index if isinstance(index, tuple) else (index,)
+    kind, dim = Alias, 0
+    for item in items:
+        if item is Ellipsis:
+            dim += len(shape) - sum(1 for i in items if i is not None and i is not Ellipsis)
+        elif item is None:
+            kind = UnsqueezeIndex
+        elif isinstance(item, int):
+            kind, dim = Select, dim + 1
+        else:
+            # (Too many indices: any kind will do, torch raises its own error in forward.)
+            if dim >= len(shape) or item.indices(shape[dim]) != (0, shape[dim], 1):
+                kind = Slice
+            dim += 1
+    return kind
+
+
 class ScatterAddFlat(Function):
     """zeros(shape), with `values` added at the flat `positions` (the backward of indexing)."""
 
@@ -111,6 +143,8 @@ class IndexPut(Function):
         return grad_a, grad_value, None
 
 
+# index_select, gather and their backward ops receive `index` as torch storage, not as a minitorch
+# tensor: an index is not differentiable, so (as in PyTorch) the node gets no edge for it.
 class IndexSelect(Function):
     node_name = "IndexSelectBackward0"
     saved_names = ("index",)
@@ -118,13 +152,13 @@ class IndexSelect(Function):
     @staticmethod
     def forward(ctx, a, dim, index):
         ctx.shape, ctx.dim = a.shape, dim
-        ctx.save_for_backward(index)
-        return Tensor._make(a._data.index_select(dim, index._data))
+        ctx.save_for_backward(Tensor._make(index))
+        return Tensor._make(a._data.index_select(dim, index))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return IndexAdd.apply(grad, ctx.dim, index, ctx.shape), None, None
+        return IndexAdd.apply(grad, ctx.dim, index._data, ctx.shape), None, None
 
 
 class IndexAdd(Function):
@@ -135,14 +169,14 @@ class IndexAdd(Function):
     @staticmethod
     def forward(ctx, values, dim, index, shape):
         ctx.dim = dim
-        ctx.save_for_backward(index)
+        ctx.save_for_backward(Tensor._make(index))
         out = torch.zeros(shape, dtype=values.dtype, device=values.device)
-        return Tensor._make(out.index_add_(dim, index._data, values._data))
+        return Tensor._make(out.index_add_(dim, index, values._data))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return IndexSelect.apply(grad, ctx.dim, index), None, None, None
+        return IndexSelect.apply(grad, ctx.dim, index._data), None, None, None
 
 
 class Gather(Function):
@@ -152,13 +186,13 @@ class Gather(Function):
     @staticmethod
     def forward(ctx, a, dim, index):
         ctx.shape, ctx.dim = a.shape, dim
-        ctx.save_for_backward(index)
-        return Tensor._make(a._data.gather(dim, index._data))
+        ctx.save_for_backward(Tensor._make(index))
+        return Tensor._make(a._data.gather(dim, index))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return ScatterAdd.apply(grad, ctx.dim, index, ctx.shape), None, None
+        return ScatterAdd.apply(grad, ctx.dim, index._data, ctx.shape), None, None
 
 
 class ScatterAdd(Function):
@@ -169,23 +203,21 @@ class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, values, dim, index, shape):
         ctx.dim = dim
-        ctx.save_for_backward(index)
+        ctx.save_for_backward(Tensor._make(index))
         out = torch.zeros(shape, dtype=values.dtype, device=values.device)
-        return Tensor._make(out.scatter_add_(dim, index._data, values._data))
+        return Tensor._make(out.scatter_add_(dim, index, values._data))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return Gather.apply(grad, ctx.dim, index), None, None, None
+        return Gather.apply(grad, ctx.dim, index._data), None, None, None
 
 
 # Public functions --------------------------------------------------------------------------------
 def getitem(a: Tensor, index: Any) -> Tensor:
     raw = _raw_index(index)
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return Select.apply(a, raw)
     if _is_basic(raw):
-        return Slice.apply(a, raw)
+        return _basic_node(a.shape, raw).apply(a, raw)
     return Index.apply(a, raw)
 
 
@@ -197,12 +229,12 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
 
 
 def index_select(a: Tensor, dim: int, index: Tensor) -> Tensor:
-    return IndexSelect.apply(a, normalize_dim(dim, a.dim()), index)
+    return IndexSelect.apply(a, normalize_dim(dim, a.dim()), index._data)
 
 
 def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
-    return Gather.apply(a, normalize_dim(dim, a.dim()), index)
+    return Gather.apply(a, normalize_dim(dim, a.dim()), index._data)
 
 
 def scatter_add(values: Tensor, dim: int, index: Tensor, shape: torch.Size) -> Tensor:
-    return ScatterAdd.apply(values, dim, index, shape)
+    return ScatterAdd.apply(values, dim, index._data, shape)

@@ -30,6 +30,14 @@ def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
             f"(tensor of shape {list(self.shape)}; wrap the update in minitorch.no_grad() if it "
             "is not part of the model)"
         )
+    if recording and self._is_view:
+        # PyTorch rewrites the graph of the viewed tensor too (CopySlices); minitorch does not,
+        # so the base would silently keep a stale graph. Refuse instead of giving wrong grads.
+        raise RuntimeError(
+            "minitorch does not support in-place ops on a view while recording the graph (the "
+            f"view has shape {list(self.shape)}): clone() the view first, or write the update "
+            "out of place"
+        )
     # `before` stands for the old value of self in the graph; it shares self's storage.
     before = Tensor._make(self._data, self.grad_fn, self._requires_grad, self._output_nr,
                           self._version)  # fmt: skip

@@ -3,7 +3,6 @@ broadcasting spread the gradient over them."""
 
 from __future__ import annotations
 
-import builtins
 import math
 from collections import namedtuple
 from typing import Any
@@ -27,6 +26,17 @@ def _expand_back(grad: Tensor, ctx: Any) -> Tensor:
     if not ctx.keepdim:
         grad = unsqueeze_dims(grad, ctx.dims, len(ctx.shape))
     return grad.expand(ctx.shape)
+
+
+def _count(shape: torch.Size, dims: tuple[int, ...]) -> int:
+    """How many elements each result element reduces (a 0-d input reduces over dim 0 too)."""
+    return math.prod(shape[d] for d in dims if d < len(shape))
+
+
+def _two_over(divisor: int) -> float:
+    """2 / (N - correction), the factor of var's gradient, as PyTorch computes it: the divisor
+    is not clamped at 0 (as the forward's is), and 2 / 0 is inf."""
+    return 2.0 / divisor if divisor != 0 else math.inf
 
 
 class Sum(Function):
@@ -54,7 +64,7 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.count = math.prod(a.shape[d] for d in dims)
+        ctx.count = _count(a.shape, dims)
         if not dims:
             return _new(a._data.mean())
         return _new(a._data.mean(dim=dims, keepdim=keepdim))
@@ -176,7 +186,7 @@ class Var(Function):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.divisor = builtins.max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        ctx.divisor = _count(a.shape, dims) - correction
         ctx.save_for_backward(a)
         return _new(torch.var(a._data, dim=dims, correction=correction, keepdim=keepdim))
 
@@ -184,7 +194,7 @@ class Var(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         centered = a - a.mean(dim=ctx.dims, keepdim=True)
-        return _expand_back(grad, ctx) * centered * (2.0 / ctx.divisor), None, None, None
+        return _expand_back(grad, ctx) * centered * _two_over(ctx.divisor), None, None, None
 
 
 class Std(Function):
@@ -194,7 +204,7 @@ class Std(Function):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.divisor = builtins.max(math.prod(a.shape[d] for d in dims) - correction, 0)
+        ctx.divisor = _count(a.shape, dims) - correction
         result = _new(torch.std(a._data, dim=dims, correction=correction, keepdim=keepdim))
         ctx.save_for_backward(a, result)
         return result
@@ -205,7 +215,10 @@ class Std(Function):
         if not ctx.keepdim:
             result = unsqueeze_dims(result, ctx.dims, len(ctx.shape))
         centered = a - a.mean(dim=ctx.dims, keepdim=True)
-        local = centered / (result * ctx.divisor)
+        # Where the std is 0 (all values equal) PyTorch's gradient is 0, not 0 / 0.
+        zero = result == 0
+        local = centered * (_two_over(ctx.divisor) / 2) / where(zero, 1.0, result)
+        local = where(zero, 0.0, local)
         return _expand_back(grad, ctx) * local, None, None, None
 
 

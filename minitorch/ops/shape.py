@@ -60,6 +60,14 @@ class Squeeze(Function):
         return grad.reshape(ctx.shape), None
 
 
+class SqueezeDim(Squeeze):
+    node_name = "SqueezeBackward1"
+
+
+class SqueezeDims(Squeeze):
+    node_name = "SqueezeBackward2"
+
+
 class Unsqueeze(Function):
     node_name = "UnsqueezeBackward0"
 
@@ -210,6 +218,8 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     start, end = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return a  # nothing to merge: PyTorch returns the input itself
     shape = a.shape
     middle = 1
     for size in shape[start : end + 1]:
@@ -218,10 +228,12 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def squeeze(a: Tensor, dim: Any = None) -> Tensor:
-    if dim is not None:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dim = tuple(normalize_dim(d, a.dim()) for d in dims)
-    return Squeeze.apply(a, dim)
+    if dim is None:
+        return Squeeze.apply(a, None)
+    # PyTorch names the node after the overload: squeeze(), squeeze(int), squeeze(tuple).
+    kind = SqueezeDim if isinstance(dim, int) else SqueezeDims
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return kind.apply(a, tuple(normalize_dim(d, a.dim()) for d in dims))
 
 
 def unsqueeze(a: Tensor, dim: int) -> Tensor:

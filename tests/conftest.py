@@ -1,0 +1,46 @@
+"""Shared pytest setup: hypothesis profiles and the `cuda` marker.
+
+Hypothesis profiles (pick one with the environment variable HYPOTHESIS_PROFILE):
+- `default`: about 25 examples per test, derandomized, so CI runs the same cases every time;
+- `thorough`: many more examples, random each run, for hunting bugs locally.
+
+Tests marked `@pytest.mark.cuda` are skipped when no CUDA device is present.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+# The test modules import the shared helpers with `import oracle`, whatever pytest's import mode.
+sys.path.insert(0, os.path.dirname(__file__))
+
+settings.register_profile(
+    "default",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=500,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip_cuda = pytest.mark.skip(reason="CUDA not available")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip_cuda)
