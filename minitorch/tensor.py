@@ -46,12 +46,14 @@ class Tensor:
         "_grad",
         "grad_fn",
         "_output_nr",
-        "_version",
+        "_version_counter",
         "_hooks",
         "_retains_grad",
         "_grad_accumulator",
         "_inference",
         "_is_view",
+        "_base",
+        "_view_fn",
         "__weakref__",
     )
 
@@ -78,13 +80,15 @@ class Tensor:
         self.grad_fn = grad_fn
         self._requires_grad = requires_grad
         self._output_nr = output_nr
-        self._version = version
+        self._version_counter = version
         self._grad: Tensor | None = None
         self._hooks: list | None = None
         self._retains_grad = False
         self._grad_accumulator: weakref.ref | None = None
         self._inference = grad_mode._state.inference
         self._is_view = False
+        self._base: Tensor | None = None  # for views: the tensor whose storage they show
+        self._view_fn: Callable[[Tensor], Tensor] | None = None  # recreates the view from _base
 
     @classmethod
     def _make(
@@ -102,12 +106,12 @@ class Tensor:
 
     def _view(self, data: torch.Tensor) -> Tensor:
         """A new tensor over (part of) this tensor's storage, sharing its version counter."""
-        view = Tensor._make(data, version=self._version)
+        view = Tensor._make(data, version=self._version_counter)
         view._is_view = True
         return view
 
     def _alias(self) -> Tensor:
-        return Tensor._make(self._data, version=self._version)
+        return Tensor._make(self._data, version=self._version_counter)
 
     # ------------------------------------------------------------------------------------------
     # Autograd attributes
@@ -157,8 +161,10 @@ class Tensor:
         return self._output_nr
 
     @property
-    def _version_value(self) -> int:
-        return self._version.value
+    def _version(self) -> int:
+        """How many times this tensor (or a view or detached alias of it) was changed in place.
+        Backward compares it with the value seen when a tensor was saved."""
+        return self._version_counter.value
 
     def retain_grad(self) -> None:
         """Keep `.grad` on a non-leaf after backward (leaves always keep it)."""
@@ -229,7 +235,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same storage and version counter, cut from the graph (`requires_grad=False`)."""
-        return Tensor._make(self._data, version=self._version)
+        return Tensor._make(self._data, version=self._version_counter)
 
     def detach_(self) -> Tensor:
         self.grad_fn = None
@@ -736,9 +742,7 @@ class Tensor:
 
     # Non-differentiable helpers ------------------------------------------------------------------
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return Tensor._make(
-            self._data.new_zeros(_shape_args(size), dtype=dtype, device=device)
-        )
+        return Tensor._make(self._data.new_zeros(_shape_args(size), dtype=dtype, device=device))
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return Tensor._make(self._data.new_ones(_shape_args(size), dtype=dtype, device=device))

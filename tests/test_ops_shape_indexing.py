@@ -311,15 +311,14 @@ def test_getitem_gradcheck(name):
 
 # setitem ----------------------------------------------------------------------------------------
 # x[index] = value on a non-leaf copy of x; gradients flow to x (except where overwritten) and to
-# the assigned value. For basic indices torch records `torch::autograd::CopySlices` (the node it
-# uses to rewrite a view of a base tensor); minitorch records one IndexPutBackward0 for every
-# kind of index, a deliberate simplification.
+# the assigned value. For basic indices both record `torch::autograd::CopySlices` (the node that
+# rewrites the graph of a view's base); advanced indices record IndexPutBackward0.
 SETITEM = {
-    "int": (lambda lib: 1, "IndexPutBackward0"),
-    "slice": (lambda lib: (slice(None), slice(1, 3)), "IndexPutBackward0"),
-    "ints": (lambda lib: (0, 2), "IndexPutBackward0"),
-    "ellipsis": (lambda lib: (Ellipsis, 0), "IndexPutBackward0"),
-    "none": (lambda lib: (None, 1), "IndexPutBackward0"),
+    "int": (lambda lib: 1, None),
+    "slice": (lambda lib: (slice(None), slice(1, 3)), None),
+    "ints": (lambda lib: (0, 2), None),
+    "ellipsis": (lambda lib: (Ellipsis, 0), None),
+    "none": (lambda lib: (None, 1), None),
     "list": (lambda lib: [1, 0], None),
     "int_tensor": (lambda lib: (slice(None), _index(lib, [2, 0])), None),
     "bool_mask": (lambda lib: _index(lib, MASK_2D, torch.bool), None),

@@ -16,7 +16,7 @@ DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "bool"]
 
 def _version(t):
     """The version counter's value (`t._version` is an int in PyTorch)."""
-    return t._version if isinstance(t, torch.Tensor) else t._version_value
+    return t._version
 
 
 def _same(ours, theirs, what=""):

@@ -351,7 +351,7 @@ def _accumulate(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
         tensor._grad = Tensor._make(current._data + grad._data)
     else:
         current._data.add_(grad._data)
-        current._version.value += 1
+        current._version_counter.value += 1
 
 
 def _call_node(node: Node, grads: list) -> tuple:
@@ -386,4 +386,3 @@ def _call_node(node: Node, grads: list) -> tuple:
         )
         raise
     return grad_inputs
-

@@ -80,7 +80,7 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "output_nr", "packed", "unpack_hook")
 
     def __init__(self, tensor: Tensor, output_nr: int | None) -> None:
-        self.version = tensor._version.value
+        self.version = tensor._version_counter.value
         self.output_nr = output_nr
         self.tensor = tensor if output_nr is None else tensor.detach()
         self.packed = None
@@ -103,11 +103,11 @@ class SavedTensor:
                 )
         else:
             value = self.tensor
-            if value._version.value != self.version:
+            if value._version_counter.value != self.version:
                 raise RuntimeError(_modified_message(value, node, self))
         if self.output_nr is not None:
             # Give the result back its place in the graph so that it can be differentiated again.
-            value = Tensor._make(value._data, node, True, self.output_nr, value._version)
+            value = Tensor._make(value._data, node, True, self.output_nr, value._version_counter)
         return value
 
 
@@ -123,7 +123,7 @@ def _modified_message(value: Tensor, node: BackwardNode, saved: SavedTensor) -> 
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{value.type()} {list(value.shape)}]{origin} is at version "
-        f"{value._version.value}; expected version {saved.version} instead. Hint: it was saved "
+        f"{value._version_counter.value}; expected version {saved.version} instead. Hint: it was saved "
         f"by {node.name()}; clone it before changing it in place, or change it out of place."
     )
 
@@ -143,8 +143,10 @@ class Node:
     _tensor_prehooks: dict[int, list] = {}
     _retained: dict[int, weakref.ref] = {}
 
+    _qualified_name: str | None = None  # PyTorch's name() for its C++-only nodes
+
     def name(self) -> str:
-        return type(self).__name__
+        return self._qualified_name or type(self).__name__
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
@@ -327,7 +329,12 @@ class Function:
         cls._backward_cls = type(
             name,
             (BackwardNode,),
-            {"_forward_cls": cls, "_saved_names": cls.saved_names, "__module__": cls.__module__},
+            {
+                "_forward_cls": cls,
+                "_saved_names": cls.saved_names,
+                "_qualified_name": cls.__dict__.get("node_qualified_name"),
+                "__module__": cls.__module__,
+            },
         )
 
     @classmethod
@@ -357,6 +364,8 @@ class Function:
 
         if state.inference:
             _mark_inference(outputs)
+        if args and isinstance(args[0], Tensor):
+            _link_views(cls, args, outputs)
         if not record:
             return outputs
         single = not isinstance(outputs, tuple)
@@ -392,7 +401,7 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
             continue
         if _is_one_of(out, args):
             # An input returned unchanged becomes a new tensor sharing its storage.
-            out = Tensor._make(out._data, version=out._version)
+            out = Tensor._make(out._data, version=out._version_counter)
             outs = outs[:nr] + (out,) + outs[nr + 1 :]
         if out.dtype.is_floating_point and not _is_one_of(out, non_differentiable):
             out.grad_fn = ctx
@@ -405,6 +414,29 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
     if grad_mode._state.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
     return outs
+
+
+def _link_views(cls: type[Function], args: tuple, outputs: Any) -> None:
+    """Outputs that forward made with `a._view(...)` are views of the first argument `a`:
+    remember their base and how to recreate them from it (in-place ops on views need both)."""
+    source = args[0]
+    single = not isinstance(outputs, tuple)
+    for nr, out in enumerate((outputs,) if single else outputs):
+        if isinstance(out, _Tensor) and out._is_view and out._view_fn is None:
+            out._base = source if source._base is None else source._base
+            out._view_fn = _view_function(cls, args[1:], nr, single, source._view_fn)
+
+
+def _view_function(cls: type[Function], rest: tuple, nr: int, single: bool,
+                   parent: Callable | None) -> Callable:  # fmt: skip
+    def view_fn(base: Any) -> Any:
+        viewed = base if parent is None else parent(base)
+        out = cls.apply(viewed, *rest)
+        return out if single else out[nr]
+
+    # PyTorch forbids in-place changes to the views returned by split/unbind/chunk.
+    view_fn.multiple_outputs = None if single else (nr, cls._backward_cls.__name__)
+    return view_fn
 
 
 def _is_one_of(obj: Any, candidates: tuple) -> bool:
@@ -451,4 +483,3 @@ def _with_op_context(error: Exception, node_name: str, args: tuple) -> Exception
     op = re.sub(r"Backward\d*$", "", node_name).lower()
     shapes = ", ".join(str(list(t.shape)) for t in inputs)
     return type(error)(f"{op}: {error} (input shapes: {shapes})")
-

@@ -77,9 +77,7 @@ def _analytical_jacobian(fn: Callable, inputs: list, index: int) -> list:
                 else g._data.reshape(-1).to(torch.float64).cpu()
             )
         jacobians.append(
-            torch.stack(rows, dim=1)
-            if rows
-            else torch.zeros(x.numel(), 0, dtype=torch.float64)
+            torch.stack(rows, dim=1) if rows else torch.zeros(x.numel(), 0, dtype=torch.float64)
         )
     return jacobians
 

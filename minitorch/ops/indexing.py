@@ -222,10 +222,16 @@ def getitem(a: Tensor, index: Any) -> Tensor:
 
 
 def setitem(a: Tensor, index: Any, value: Any) -> None:
+    """`a[index] = value`. A basic index copies into the view `a[index]` (recorded as
+    CopySlices, as in PyTorch); an advanced index is an index_put (IndexPutBackward0)."""
     from minitorch.ops.inplace import inplace
 
     value = as_tensor(value, a)
-    inplace(a, lambda current: IndexPut.apply(current, value, _raw_index(index)))
+    raw = _raw_index(index)
+    if _is_basic(raw):
+        getitem(a, raw).copy_(value)
+    else:
+        inplace(a, lambda current, v: IndexPut.apply(current, v, raw), value)
 
 
 def index_select(a: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -11,11 +11,13 @@ Like PyTorch:
 from __future__ import annotations
 
 from collections.abc import Callable
+import re
 from typing import Any
 
 import torch
 
 from minitorch.autograd import grad_mode
+from minitorch.autograd.function import Function
 from minitorch.tensor import Tensor
 
 
@@ -24,24 +26,93 @@ def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
     recording = grad_mode._state.grad_enabled and (
         self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
     )
+    if recording and self._base is not None:
+        return _inplace_on_view(self, compute, args)
     if recording and self._requires_grad and self.grad_fn is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. "
             f"(tensor of shape {list(self.shape)}; wrap the update in minitorch.no_grad() if it "
             "is not part of the model)"
         )
-    if recording and self._is_view:
-        # PyTorch rewrites the graph of the viewed tensor too (CopySlices); minitorch does not,
-        # so the base would silently keep a stale graph. Refuse instead of giving wrong grads.
-        raise RuntimeError(
-            "minitorch does not support in-place ops on a view while recording the graph (the "
-            f"view has shape {list(self.shape)}): clone() the view first, or write the update "
-            "out of place"
-        )
-    # `before` stands for the old value of self in the graph; it shares self's storage.
-    before = Tensor._make(self._data, self.grad_fn, self._requires_grad, self._output_nr,
-                          self._version)  # fmt: skip
+    before = _old_value(self)
     result = compute(before, *args)
+    _check_result(self, result)
+    node = result.grad_fn if recording else None
+    if node is not None:
+        _keep_old_value(node, before)
+    self._data.copy_(result._data)
+    self._version_counter.value += 1
+    if node is not None:
+        _point_saved_result_at(node, result, self)
+        self.grad_fn, self._output_nr, self._requires_grad = node, result._output_nr, True
+    return self
+
+
+def _inplace_on_view(view: Tensor, compute: Callable[..., Tensor], args: tuple) -> Tensor:
+    """An in-place op on a view changes its base too, so the base's graph must change as well
+    (PyTorch's CopySlices): the base becomes "old base with the view's region replaced by the new
+    value", and the view becomes a fresh view of that new base."""
+    base, view_fn = view._base, view._view_fn
+    if view_fn.multiple_outputs is not None:
+        nr, node_name = view_fn.multiple_outputs
+        op = re.sub(r"Backward\d*$", "", node_name)
+        raise RuntimeError(
+            f"Output {nr} of {op} is a view and is being modified inplace. This view is "
+            "the output of a function that returns multiple views. Such functions do not allow "
+            "the output views to be modified inplace. You should replace the inplace operation "
+            "by an out-of-place one."
+        )
+    if base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            f"operation. (view of shape {list(view.shape)} of a leaf of shape "
+            f"{list(base.shape)})"
+        )
+    before = _old_value(view)
+    value = compute(before, *args)
+    _check_result(view, value)
+    if value.grad_fn is not None:
+        _keep_old_value(value.grad_fn, before)
+    inplace(base, lambda old_base, new: CopySlices.apply(old_base, new, view_fn), value)
+    fresh = view_fn(base)
+    view.grad_fn, view._output_nr = fresh.grad_fn, fresh._output_nr
+    view._requires_grad = fresh._requires_grad
+    return view
+
+
+class CopySlices(Function):
+    """`base` with the region that `view_fn` selects replaced by `value`."""
+
+    node_name = "CopySlices"
+    node_qualified_name = "torch::autograd::CopySlices"  # what PyTorch's name() returns
+
+    @staticmethod
+    def forward(ctx, base, value, view_fn):
+        ctx.view_fn = view_fn
+        out = Tensor._make(base._data.clone())
+        view_fn(out)._data.copy_(value._data)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_base, need_value, _ = ctx.needs_input_grad
+        grad_base = grad_value = None
+        if need_base:
+            kept = Tensor._make(torch.ones_like(grad._data))
+            ctx.view_fn(kept)._data.zero_()  # the overwritten region gets no gradient
+            grad_base = grad * kept
+        if need_value:
+            grad_value = ctx.view_fn(grad)
+        return grad_base, grad_value, None
+
+
+def _old_value(self: Tensor) -> Tensor:
+    """A stand-in for the value of `self` before the op: same storage, graph and version."""
+    return Tensor._make(self._data, self.grad_fn, self._requires_grad, self._output_nr,
+                        self._version_counter)  # fmt: skip
+
+
+def _check_result(self: Tensor, result: Tensor) -> None:
     if result.shape != self.shape:
         raise RuntimeError(
             f"output with shape {list(self.shape)} doesn't match the broadcast shape "
@@ -52,15 +123,6 @@ def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
             f"result type {_short(result.dtype)} can't be cast to the desired output type "
             f"{_short(self.dtype)}"
         )
-    node = result.grad_fn if recording else None
-    if node is not None:
-        _keep_old_value(node, before)
-    self._data.copy_(result._data)
-    self._version.value += 1
-    if node is not None:
-        _point_saved_result_at(node, result, self)
-        self.grad_fn, self._output_nr, self._requires_grad = node, result._output_nr, True
-    return self
 
 
 def _keep_old_value(node: Any, before: Tensor) -> None:
@@ -78,7 +140,7 @@ def _point_saved_result_at(node: Any, result: Tensor, self: Tensor) -> None:
     for saved in node._saved or ():
         if saved is not None and saved.output_nr is not None and saved.tensor is not None:
             saved.tensor = self.detach()
-            saved.version = self._version.value
+            saved.version = self._version_counter.value
 
 
 def _short(dtype: torch.dtype) -> str:
