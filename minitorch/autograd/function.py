@@ -123,8 +123,8 @@ def _modified_message(value: Tensor, node: BackwardNode, saved: SavedTensor) -> 
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{value.type()} {list(value.shape)}]{origin} is at version "
-        f"{value._version_counter.value}; expected version {saved.version} instead. Hint: it was saved "
-        f"by {node.name()}; clone it before changing it in place, or change it out of place."
+        f"{value._version}; expected version {saved.version} instead. Hint: it was saved by "
+        f"{node.name()}; clone it before changing it in place, or change it out of place."
     )
 
 

@@ -10,8 +10,8 @@ Like PyTorch:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
