@@ -19,6 +19,7 @@ class MatMul(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes = (a.shape, b.shape)
+        ctx.layouts = (_is_transposed(a), _is_transposed(b))
         return Tensor._make(a._data @ b._data)
 
     @staticmethod
@@ -34,13 +35,32 @@ class MatMul(Function):
         grad_a = grad_b = None
         if need_a:
             b2 = b.unsqueeze(-1) if len(shape_b) == 1 else b
-            grad_a = grad @ b2.transpose(-1, -2)
+            if _stored_transposed(ctx.layouts[0], grad, b2):
+                grad_a = (b2 @ grad.transpose(-1, -2)).transpose(-1, -2)
+            else:
+                grad_a = grad @ b2.transpose(-1, -2)
             grad_a = _back_to(grad_a, shape_a)
         if need_b:
             a2 = a.unsqueeze(0) if len(shape_a) == 1 else a
-            grad_b = a2.transpose(-1, -2) @ grad
+            if _stored_transposed(ctx.layouts[1], grad, a2):
+                grad_b = (grad.transpose(-1, -2) @ a2).transpose(-1, -2)
+            else:
+                grad_b = a2.transpose(-1, -2) @ grad
             grad_b = _back_to(grad_b, shape_b)
         return grad_a, grad_b
+
+
+def _is_transposed(x: Tensor) -> bool:
+    """A 2-D tensor stored column by column (like `w.t()`)."""
+    data = x._data
+    return data.dim() == 2 and data.stride(0) == 1 and data.stride(1) == data.shape[0] > 1
+
+
+def _stored_transposed(input_transposed: bool, *operands: Tensor) -> bool:
+    """Compute an input's gradient in the input's own memory layout when it is a transposed 2-D
+    matrix (as PyTorch does): `w.t()`'s gradient then comes back to `w` already contiguous.
+    Same numbers either way; only where they are stored differs."""
+    return input_transposed and all(o.dim() == 2 for o in operands)
 
 
 def _back_to(grad: Tensor, shape: tuple) -> Tensor:
