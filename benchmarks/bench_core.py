@@ -41,18 +41,27 @@ def best_time(fn: Callable[[], Any], repeats: int, sync: Callable[[], None]) -> 
 
 # a) many small elementwise ops --------------------------------------------------------------------
 def elementwise_program(lib: Any, x: Any, w: Any, n_ops: int) -> Any:
-    """A fixed mix of unary, binary and scalar ops (about `n_ops` of them), then backward."""
+    """Exactly `n_ops` recorded ops (a fixed cycle of unary, tensor-tensor and tensor-number
+    ops), then one sum and backward."""
     y = x
-    for i in range(n_ops // 4):
-        kind = i % 4
+    for i in range(n_ops):
+        kind = i % 8
         if kind == 0:
-            y = y * w + 0.1
+            y = y * w
         elif kind == 1:
-            y = lib.tanh(y) - w
+            y = y + 0.1
         elif kind == 2:
-            y = lib.sigmoid(y) * 2.0 + y
+            y = lib.tanh(y)
+        elif kind == 3:
+            y = y - x
+        elif kind == 4:
+            y = lib.sigmoid(y)
+        elif kind == 5:
+            y = y * 2.0
+        elif kind == 6:
+            y = lib.sin(y)
         else:
-            y = lib.sin(y) / 1.5 + x
+            y = y / 1.5
     loss = y.sum()
     loss.backward()
     return loss
@@ -146,7 +155,7 @@ def main() -> None:
     )
     print(f"{'workload':58s} {'minitorch':>11s} {'PyTorch':>11s} {'ratio':>7s}")
     rows = []
-    for numel in (100, 10_000):
+    for numel in (100, 1_000, 10_000):
         rows.append(
             (
                 f"a) 1,000 elementwise ops fwd+bwd, {numel:,} elements",

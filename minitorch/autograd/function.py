@@ -349,7 +349,7 @@ class Function:
                     record = True
                     break
         if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+            ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
         else:
             ctx.needs_input_grad = (False,) * len(args)
 
@@ -364,7 +364,7 @@ class Function:
 
         if state.inference:
             _mark_inference(outputs)
-        if args and isinstance(args[0], Tensor):
+        if isinstance(outputs, tuple) or outputs._is_view:
             _link_views(cls, args, outputs)
         if not record:
             return outputs
@@ -384,7 +384,7 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
         if isinstance(a, Tensor):
             positions.append(i)
             edges.append(a._gradient_edge() if a._requires_grad else (None, 0))
-            meta.append((a.shape, a.dtype))
+            meta.append((a._data.shape, a._data.dtype))
         elif cls.wraps_numbers and isinstance(a, (int, float)):
             positions.append(i)
             edges.append((None, 0))
@@ -419,7 +419,9 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
 def _link_views(cls: type[Function], args: tuple, outputs: Any) -> None:
     """Outputs that forward made with `a._view(...)` are views of the first argument `a`:
     remember their base and how to recreate them from it (in-place ops on views need both)."""
-    source = args[0]
+    source = args[0] if args else None
+    if not isinstance(source, _Tensor):
+        return
     single = not isinstance(outputs, tuple)
     for nr, out in enumerate((outputs,) if single else outputs):
         if isinstance(out, _Tensor) and out._is_view and out._view_fn is None:
