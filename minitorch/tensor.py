@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd import engine as _engine_module
 from minitorch.autograd import function as _function_module
 from minitorch.autograd import grad_mode
 from minitorch.autograd.function import AccumulateGrad, Node, RemovableHandle
@@ -780,5 +781,6 @@ def _warn_non_leaf_grad() -> None:
 
 
 _function_module._Tensor = Tensor
+_engine_module._Tensor = Tensor
 
 from minitorch import ops as _ops  # noqa: E402  (ops need Tensor defined first)

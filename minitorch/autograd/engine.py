@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from minitorch.tensor import Tensor
 
 Edge = tuple[Node, int]
+_Tensor: Any = None  # minitorch.tensor.Tensor, filled in by that module (it imports this one)
 
 
 def backward(
@@ -291,10 +292,17 @@ def _output_count(node: Node) -> int:
 
 
 def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:
+    """Sum the gradients arriving at one output of a node (fan-out in forward = sum here)."""
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * _output_count(node)
-    buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+    current = buffer[nr]
+    if current is None:
+        buffer[nr] = grad
+    elif grad_mode._state.grad_enabled:  # create_graph: the sum is part of the new graph
+        buffer[nr] = current + grad
+    else:
+        buffer[nr] = _Tensor._make(current._data + grad._data)
 
 
 def _run_prehooks(node: Node, grads: list, create_graph: bool, node_prehooks: bool) -> list:
