@@ -64,36 +64,29 @@ class _GradModeContext:
         return self.__class__()
 
 
-class no_grad(_GradModeContext):
-    """Do not record ops: results have no grad_fn and do not require grad."""
+class _NoArgumentMode(_GradModeContext):
+    """A mode without arguments, usable as `@mode`, `@mode()` and `with mode():`."""
 
     def __new__(cls, fn: Callable | None = None) -> Any:
-        # Allow the bare decorator form `@no_grad` as well as `@no_grad()`.
         instance = super().__new__(cls)
-        if callable(fn):
+        if callable(fn):  # the bare decorator form `@no_grad`
             instance.__init__()
             return instance(fn)
         return instance
 
     def __init__(self, fn: Callable | None = None) -> None:
         pass
+
+
+class no_grad(_NoArgumentMode):
+    """Do not record ops: results have no grad_fn and do not require grad."""
 
     def _enter_state(self) -> tuple[bool, bool]:
         return False, _state.inference
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoArgumentMode):
     """Record ops again, for example inside a `no_grad` block."""
-
-    def __new__(cls, fn: Callable | None = None) -> Any:
-        instance = super().__new__(cls)
-        if callable(fn):
-            instance.__init__()
-            return instance(fn)
-        return instance
-
-    def __init__(self, fn: Callable | None = None) -> None:
-        pass
 
     def _enter_state(self) -> tuple[bool, bool]:
         return True, _state.inference  # inside inference_mode nothing is recorded anyway
