@@ -73,8 +73,7 @@ def grad(
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Return the gradients of `outputs` with respect to `inputs`; `.grad` is left untouched."""
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     if materialize_grads and allow_unused is False:
@@ -109,8 +108,7 @@ def grad(
 # Roots
 # ----------------------------------------------------------------------------------------------
 def _as_list(value: Any, length: int | None = None) -> list:
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     if value is None:
         return [None] * length if length is not None else []
     if isinstance(value, Tensor):
@@ -119,8 +117,7 @@ def _as_list(value: Any, length: int | None = None) -> list:
 
 
 def _roots(outputs: list, grads: list) -> tuple[list[Edge], list[Tensor]]:
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     if len(grads) != len(outputs):
         raise RuntimeError(
             f"grad can be implicitly created only for scalar outputs: got {len(outputs)} outputs "
@@ -346,8 +343,7 @@ def _run_accumulate(node: AccumulateGrad, grad: Tensor | None, create: bool) -> 
 def _accumulate(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
     """Add `grad` into `tensor.grad`. The first gradient is copied, so that no two tensors ever
     share the storage of their `.grad`; with create_graph the gradient keeps its graph."""
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     if grad.dtype != tensor.dtype:
         grad = grad.to(tensor.dtype)
     current = tensor._grad
@@ -364,8 +360,7 @@ def _accumulate(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
 
 def _call_node(node: Node, grads: list) -> tuple:
     """Call the node's backward on its output gradients (missing ones become zeros)."""
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     if node.materialize_grads:
         for nr, g in enumerate(grads):
             if g is None:

@@ -92,8 +92,7 @@ class SavedTensor:
             self.tensor = None
 
     def unpack(self, node: BackwardNode) -> Tensor:
-        from minitorch.tensor import Tensor
-
+        Tensor = _Tensor
         if self.unpack_hook is not None:
             value = self.unpack_hook(self.packed)
             if not isinstance(value, Tensor):
@@ -111,13 +110,16 @@ class SavedTensor:
         return value
 
 
+def op_name(node_name: str) -> str:
+    """The forward op a node belongs to, as PyTorch names it: "ExpBackward0" -> "Exp"."""
+    return re.sub(r"Backward\d*$", "", node_name)
+
+
 def _modified_message(value: Tensor, node: BackwardNode, saved: SavedTensor) -> str:
     producer = node if saved.output_nr is not None else value.grad_fn
     if producer is not None:
         nr = saved.output_nr if saved.output_nr is not None else value._output_nr
-        # PyTorch names the forward op here ("Exp"), not its node ("ExpBackward0").
-        op = re.sub(r"Backward\d*$", "", producer.name())
-        origin = f", which is output {nr} of {op},"
+        origin = f", which is output {nr} of {op_name(producer.name())},"
     else:
         origin = ""
     return (
@@ -401,7 +403,7 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
             continue
         if _is_one_of(out, args):
             # An input returned unchanged becomes a new tensor sharing its storage.
-            out = Tensor._make(out._data, version=out._version_counter)
+            out = out._alias()
             outs = outs[:nr] + (out,) + outs[nr + 1 :]
         if out.dtype.is_floating_point and not _is_one_of(out, non_differentiable):
             out.grad_fn = ctx
@@ -437,7 +439,7 @@ def _view_function(cls: type[Function], rest: tuple, nr: int, single: bool,
         return out if single else out[nr]
 
     # PyTorch forbids in-place changes to the views returned by split/unbind/chunk.
-    view_fn.multiple_outputs = None if single else (nr, cls._backward_cls.__name__)
+    view_fn.multiple_outputs = None if single else (nr, op_name(cls._backward_cls.__name__))
     return view_fn
 
 
@@ -450,8 +452,7 @@ def _is_one_of(obj: Any, candidates: tuple) -> bool:
 
 
 def _mark_inference(outputs: Any) -> None:
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     for out in outputs if isinstance(outputs, tuple) else (outputs,):
         if isinstance(out, Tensor):
             out._inference = True
@@ -479,9 +480,8 @@ def _pack_saved(ctx: BackwardNode, outs: tuple) -> None:
 
 def _with_op_context(error: Exception, node_name: str, args: tuple) -> Exception:
     """Add the op's name and its input shapes to an error raised while computing forward."""
-    from minitorch.tensor import Tensor
-
+    Tensor = _Tensor
     inputs = [a for a in args if isinstance(a, Tensor)]
-    op = re.sub(r"Backward\d*$", "", node_name).lower()
+    op = op_name(node_name).lower()
     shapes = ", ".join(str(list(t.shape)) for t in inputs)
     return type(error)(f"{op}: {error} (input shapes: {shapes})")

@@ -10,7 +10,6 @@ Like PyTorch:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -54,8 +53,7 @@ def _inplace_on_view(view: Tensor, compute: Callable[..., Tensor], args: tuple) 
     value", and the view becomes a fresh view of that new base."""
     base, view_fn = view._base, view._view_fn
     if view_fn.multiple_outputs is not None:
-        nr, node_name = view_fn.multiple_outputs
-        op = re.sub(r"Backward\d*$", "", node_name)
+        nr, op = view_fn.multiple_outputs
         raise RuntimeError(
             f"Output {nr} of {op} is a view and is being modified inplace. This view is "
             "the output of a function that returns multiple views. Such functions do not allow "
