@@ -134,3 +134,18 @@ def numel(input: Tensor) -> "builtins.int":  # noqa: F821, A002
 
 
 __version__ = "0.1.0"
+
+# Submodules that pull in more code load on first use, so `import minitorch` stays fast and
+# `minitorch.nn.Linear` works after `import minitorch as torch`, as it does for PyTorch.
+_LAZY_SUBMODULES = ("nn", "optim", "data", "utils", "viz", "memory")
+_LAZY_ATTRIBUTES = {"save": "minitorch.serialization", "load": "minitorch.serialization"}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"minitorch.{name}")
+    if name in _LAZY_ATTRIBUTES:
+        return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
+    raise AttributeError(f"module 'minitorch' has no attribute '{name}'")
