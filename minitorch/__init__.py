@@ -34,6 +34,7 @@ from minitorch.creation import (
     randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -97,6 +98,8 @@ int64 = long = _torch.int64
 int32 = int = _torch.int32
 bool = _torch.bool
 get_default_dtype = _torch.get_default_dtype
+# Random streams are torch's too: `minitorch.Generator().manual_seed(0)` seeds DataLoader shuffles.
+Generator = _torch.Generator
 set_default_dtype = _torch.set_default_dtype
 
 
@@ -131,6 +134,17 @@ def mm(a, b):
 
 def numel(input: Tensor) -> "builtins.int":  # noqa: F821, A002
     return input.numel()
+
+
+def equal(input: Tensor, other: Tensor) -> "builtins.bool":  # noqa: F821, A002
+    """True if both tensors have the same shape and the same elements (never recorded)."""
+    return _torch.equal(input._data, other._data)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: "builtins.bool" = False) -> "builtins.bool":  # noqa: F821, A002 # fmt: skip
+    """True if `|input - other| <= atol + rtol * |other|` everywhere (never recorded)."""
+    return _torch.allclose(input._data, other._data, rtol, atol, equal_nan)
 
 
 __version__ = "0.1.0"

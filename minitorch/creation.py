@@ -103,6 +103,13 @@ def randint(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
     return Tensor._make(torch.randint(*args, dtype=dtype or torch.int64, device=device, **extra))
 
 
+def randperm(n: int, *, generator: Any = None, dtype: torch.dtype | None = None,
+             device: Any = None) -> Tensor:  # fmt: skip
+    """A random ordering of `0 .. n-1` (int64), e.g. to shuffle a dataset by hand: `x[perm]`."""
+    extra = {"generator": generator} if generator is not None else {}
+    return Tensor._make(torch.randperm(n, dtype=dtype or torch.int64, device=device, **extra))
+
+
 def _like(name: str) -> Any:
     torch_fn = getattr(torch, name)
 

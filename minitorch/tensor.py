@@ -29,6 +29,11 @@ device = torch.device
 Size = torch.Size
 
 
+# Called with every new tensor (and every tensor whose storage is replaced) while a
+# `minitorch.memory.track()` block runs; None otherwise, so that costs one check per tensor.
+_memory_watch: Callable[[Tensor], None] | None = None
+
+
 class _Version:
     """A counter shared by a tensor, its views and its detached aliases."""
 
@@ -90,6 +95,8 @@ class Tensor:
         self._is_view = False
         self._base: Tensor | None = None  # for views: the tensor whose storage they show
         self._view_fn: Callable[[Tensor], Tensor] | None = None  # recreates the view from _base
+        if _memory_watch is not None:  # only while minitorch.memory is recording
+            _memory_watch(self)
 
     @classmethod
     def _make(
@@ -255,6 +262,8 @@ class Tensor:
     @data.setter
     def data(self, value: Tensor) -> None:
         self._data = value._data
+        if _memory_watch is not None:
+            _memory_watch(self)
 
     # ------------------------------------------------------------------------------------------
     # Array attributes and conversions
@@ -298,15 +307,23 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._data.is_floating_point()
 
-    def type(self) -> str:
-        """The legacy type name PyTorch prints in errors, e.g. `torch.FloatTensor`."""
-        return self._data.type()
+    def type(self, dtype: Any = None) -> Any:
+        """Without an argument, the legacy type name PyTorch prints in errors, e.g.
+        `torch.FloatTensor`; with a dtype, the tensor cast to it (`.type(torch.float)`)."""
+        if dtype is None:
+            return self._data.type()
+        return self.to(dtype)
 
     def is_contiguous(self) -> bool:
         return self._data.is_contiguous()
 
     def data_ptr(self) -> int:
         return self._data.data_ptr()
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        """The storage behind this tensor (shared by its views), with `data_ptr()` and
+        `nbytes()` as in PyTorch."""
+        return self._data.untyped_storage()
 
     def item(self) -> float | int | bool:
         """The value of a one-element tensor as a Python number."""
@@ -450,6 +467,18 @@ class Tensor:
 
     def __rtruediv__(self, other: Any) -> Tensor:
         return _ops.div(other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return _ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return _ops.remainder(other, self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return _ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return _ops.floor_divide(other, self)
 
     def __pow__(self, exponent: Any) -> Tensor:
         return _ops.pow(self, exponent)
@@ -673,6 +702,11 @@ class Tensor:
     @property
     def T(self) -> Tensor:  # noqa: N802 (PyTorch's name)
         return _ops.permute(self, tuple(range(self.dim() - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 (PyTorch's name)
+        """The last two dims swapped (a batch of matrices transposed)."""
+        return _ops.transpose(self, -2, -1)
 
     def expand(self, *sizes: Any) -> Tensor:
         return _ops.expand(self, _shape_args(sizes))

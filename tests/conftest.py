@@ -37,6 +37,18 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+@pytest.fixture(scope="session")
+def released_course(tmp_path_factory: pytest.TempPathFactory):
+    """A course folder with notebook 1 released (built once per test session; copy before
+    changing it). Skips while notebook 1 or its graders are missing."""
+    import course_support
+
+    if not course_support.notebook_1_present():
+        pytest.skip("notebook 1 (course/source/graph_construction) or its graders are missing")
+    root = tmp_path_factory.mktemp("course") / "course"
+    return course_support.build_release(root, [course_support.NOTEBOOK_1])
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return

@@ -85,6 +85,8 @@ BINARY = {
     "max_of_two": Case(lambda lib, a, b: lib.max(a, b), (on_grid(0.0), on_grid(0.5))),
     "min_of_two": Case(lambda lib, a, b: lib.min(a, b), (on_grid(0.5), on_grid(0.0))),
     "where": Case(lambda lib, a, b: lib.where(a > b, a, b), (on_grid(0.0), on_grid(0.5))),
+    # a stays 0.3 away from 0 and b is about 4, so a / b never crosses an integer (no jumps).
+    "remainder": Case(lambda lib, a, b: a % b, (on_grid(0.3), positive(3.9, 4.1))),
     "add_alpha": Case(lambda lib, a, b: a.add(b, alpha=3), (uniform(), uniform())),
     "sub_alpha": Case(lambda lib, a, b: a.sub(b, alpha=0.5), (uniform(), uniform())),
     # A composite with fan-out: both inputs reach the output along several paths.

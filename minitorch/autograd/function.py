@@ -82,14 +82,16 @@ class SavedTensor:
     def __init__(self, tensor: Tensor, output_nr: int | None) -> None:
         self.version = tensor._version_counter.value
         self.output_nr = output_nr
-        self.tensor = tensor if output_nr is None else tensor.detach()
         self.packed = None
         self.unpack_hook = None
         hooks = grad_mode._state.saved_tensors_hooks
         if hooks:
+            # Like PyTorch, the pack hook sees the tensor itself (an output keeps its grad_fn).
             pack, self.unpack_hook = hooks[-1]
-            self.packed = pack(self.tensor)
+            self.packed = _run_pack_hook(pack, tensor)
             self.tensor = None
+        else:
+            self.tensor = tensor if output_nr is None else tensor.detach()
 
     def unpack(self, node: BackwardNode) -> Tensor:
         Tensor = _Tensor
@@ -108,6 +110,26 @@ class SavedTensor:
             # Give the result back its place in the graph so that it can be differentiated again.
             value = Tensor._make(value._data, node, True, self.output_nr, value._version_counter)
         return value
+
+
+def _run_pack_hook(pack: Callable, tensor: Tensor) -> Any:
+    """Call a saved-tensor pack hook as PyTorch does: with grad mode off, and refusing a hook
+    that changes its input in place."""
+    version = tensor._version_counter.value
+    state = grad_mode._state
+    previous = state.grad_enabled
+    state.grad_enabled = False
+    try:
+        packed = pack(tensor)
+    finally:
+        state.grad_enabled = previous
+    if tensor._version_counter.value != version:
+        raise RuntimeError(
+            "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+            "to pack hook cannot be modified by in-place operations as this can lead to "
+            "unexpected side-effects."
+        )
+    return packed
 
 
 def op_name(node_name: str) -> str:
@@ -229,9 +251,8 @@ class BackwardNode(Node):
     _input_positions: tuple[int, ...] = ()  # which forward args have an edge (tensors, numbers)
     _input_meta: tuple = ()  # (shape, dtype) of each tensor input, None for wrapped numbers
     _output_meta: tuple = ()  # (shape, dtype, device) of each output
-
-    def __init__(self) -> None:
-        self.sequence_nr = next(_sequence)
+    # Set when the node is recorded; the engine runs later-recorded nodes first.
+    sequence_nr: int = -1
 
     # The ctx API used inside forward/backward ---------------------------------------------------
     def save_for_backward(self, *tensors: Tensor | None) -> None:
@@ -344,27 +365,28 @@ class Function:
         Tensor = _Tensor
         ctx = cls._backward_cls()
         state = grad_mode._state
-        record = False
-        if state.grad_enabled and not state.inference:
-            for a in args:
-                if isinstance(a, Tensor) and a._requires_grad:
-                    record = True
-                    break
-        if record:
-            ctx.needs_input_grad = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
-        else:
-            ctx.needs_input_grad = (False,) * len(args)
-
         previous = state.grad_enabled
-        state.grad_enabled = False
+        inference = state.inference
+        if previous and not inference:
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            record = True in needs
+        else:
+            needs, record = (False,) * len(args), False
+        ctx.needs_input_grad = needs
+
+        if previous:
+            state.grad_enabled = False
         try:
             outputs = cls.forward(ctx, *args)
+        except NotImplementedError:
+            raise  # a stub (e.g. a student's unfinished forward) speaks for itself
         except (RuntimeError, IndexError, ValueError) as error:
             raise _with_op_context(error, ctx.name(), args) from None
         finally:
-            state.grad_enabled = previous
+            if previous:
+                state.grad_enabled = True
 
-        if state.inference:
+        if inference:
             _mark_inference(outputs)
         if isinstance(outputs, tuple) or outputs._is_view:
             _link_views(cls, args, outputs)
@@ -380,16 +402,24 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
     """Make `ctx` the grad_fn of the outputs and remember where input gradients must go.
     Returns the outputs (an input returned unchanged is replaced by an alias)."""
     Tensor = _Tensor
+    ctx.sequence_nr = next(_sequence)
 
     positions, edges, meta = [], [], []
+    wraps_numbers = cls.wraps_numbers
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             positions.append(i)
-            edges.append(a._gradient_edge() if a._requires_grad else (None, 0))
-            meta.append((a._data.shape, a._data.dtype))
-        elif cls.wraps_numbers and isinstance(a, (int, float)):
+            if not a._requires_grad:
+                edges.append(_NO_EDGE)
+            elif a.grad_fn is not None:
+                edges.append((a.grad_fn, a._output_nr))
+            else:
+                edges.append(a._gradient_edge())
+            data = a._data
+            meta.append((data.shape, data.dtype))
+        elif wraps_numbers and isinstance(a, (int, float)):
             positions.append(i)
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             meta.append(None)
     ctx.next_functions = tuple(edges)
     ctx._input_positions = tuple(positions)
@@ -405,17 +435,23 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
             # An input returned unchanged becomes a new tensor sharing its storage.
             out = out._alias()
             outs = outs[:nr] + (out,) + outs[nr + 1 :]
-        if out.dtype.is_floating_point and not _is_one_of(out, non_differentiable):
+        data = out._data
+        if data.is_floating_point() and not (
+            non_differentiable and _is_one_of(out, non_differentiable)
+        ):
             out.grad_fn = ctx
             out._requires_grad = True
             out._output_nr = nr
-        output_meta.append((out.shape, out.dtype, out.device))
+        output_meta.append((data.shape, data.dtype, data.device))
     ctx._output_meta = tuple(output_meta)
     if ctx._to_save:
         _pack_saved(ctx, outs)
     if grad_mode._state.anomaly:
         ctx.metadata["traceback_"] = traceback.format_stack()[:-2]
     return outs
+
+
+_NO_EDGE = (None, 0)
 
 
 def _link_views(cls: type[Function], args: tuple, outputs: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import as_tensor, pair, sum_to_shape
+from minitorch.ops._util import as_tensor, number_storage, pair, sum_to_shape
 from minitorch.tensor import Tensor
 
 
@@ -20,8 +20,14 @@ def _new(data: torch.Tensor) -> Tensor:
 # Binary arithmetic ------------------------------------------------------------------------------
 # Either operand may be a Python number (`x * 2`, `1 - x`): PyTorch treats it as a tensor that
 # needs no gradient, and so do these Functions (`wraps_numbers`).
-def _raw(value: Any) -> Any:
-    return value._data if isinstance(value, Tensor) else value
+def _operands(a: Any, b: Any) -> tuple:
+    """The storages a binary op computes with. A number on the right goes through
+    `number_storage`; one on the left stays a number, because torch computes `2 / t` as
+    `t.reciprocal() * 2`, which can differ from `tensor(2.) / t` in the last bit."""
+    if isinstance(a, Tensor):
+        ra = a._data
+        return ra, (b._data if isinstance(b, Tensor) else number_storage(b, ra))
+    return a, b._data
 
 
 def _shape(value: Any) -> Any:
@@ -44,7 +50,8 @@ class Add(Function):
     def forward(ctx, a, b):
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.shapes = (_shape(a), _shape(b))
-        return _new(_raw(a) + _raw(b))
+        ra, rb = _operands(a, b)
+        return _new(ra + rb)
 
     @staticmethod
     def backward(ctx, grad):
@@ -63,7 +70,8 @@ class Sub(Function):
     def forward(ctx, a, b):
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.shapes = (_shape(a), _shape(b))
-        return _new(_raw(a) - _raw(b))
+        ra, rb = _operands(a, b)
+        return _new(ra - rb)
 
     @staticmethod
     def backward(ctx, grad):
@@ -88,16 +96,16 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        # Save only what the other input's gradient needs (x * 2 saves nothing, as in PyTorch).
+        ra, rb = _operands(a, b)
         need_a, need_b = ctx.needs_input_grad
-        if not (need_a or need_b):
-            return _new(_raw(a) * _raw(b))
-        ctx.save_for_backward(
-            a if need_b else None, b if need_a and isinstance(b, Tensor) else None
-        )
-        ctx.numbers = _numbers(a, b)
-        ctx.shapes = (_shape(a), _shape(b))
-        return _new(_raw(a) * _raw(b))
+        if need_a or need_b:
+            # Save only what the other input's gradient needs.
+            ctx.save_for_backward(
+                a if need_b else None, b if need_a and isinstance(b, Tensor) else None
+            )
+            ctx.numbers = _numbers(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
+        return _new(ra * rb)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,15 +126,16 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        ra, rb = _operands(a, b)
         need_a, need_b = ctx.needs_input_grad
-        if not (need_a or need_b):
-            return _new(_raw(a) / _raw(b))
-        ctx.save_for_backward(
-            a if need_b and isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None
-        )
-        ctx.numbers = _numbers(a, b)
-        ctx.shapes = (_shape(a), _shape(b))
-        return _new(_raw(a) / _raw(b))
+        if need_a or need_b:
+            ctx.save_for_backward(
+                a if need_b and isinstance(a, Tensor) else None,
+                b if isinstance(b, Tensor) else None,
+            )
+            ctx.numbers = _numbers(a, b)
+            ctx.shapes = (_shape(a), _shape(b))
+        return _new(ra / rb)
 
     @staticmethod
     def backward(ctx, grad):
@@ -138,6 +147,50 @@ class Div(Function):
             sum_to_shape(grad / b, ctx.shapes[0]) if need_a else None,
             sum_to_shape(-grad * a / (b * b), ctx.shapes[1]) if need_b else None,
         )
+
+
+class Remainder(Function):
+    """a - floor(a / b) * b: the gradient is 1 for a and -floor(a / b) for b."""
+
+    node_name = "RemainderBackward0"
+    wraps_numbers = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ra, rb = _operands(a, b)
+        if ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)
+        ctx.shapes = (_shape(a), _shape(b))
+        return _new(torch.remainder(ra, rb))
+
+    @staticmethod
+    def backward(ctx, grad):
+        need_a, need_b = ctx.needs_input_grad
+        grad_b = None
+        if need_b:
+            a, b = ctx.saved_tensors
+            quotient = _new(torch.div(_operands(a, b)[0], b._data, rounding_mode="floor"))
+            grad_b = sum_to_shape(-grad * quotient, ctx.shapes[1])
+        return (sum_to_shape(grad, ctx.shapes[0]) if need_a else None), grad_b
+
+
+class RemainderTensor(Remainder):
+    node_name = "RemainderBackward1"  # PyTorch's name when the divisor is a tensor
+
+
+class FloorDivide(Function):
+    node_name = "NotImplemented"
+    node_qualified_name = "torch::autograd::NotImplemented"  # PyTorch's name for this node
+    wraps_numbers = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ra, rb = _operands(a, b) if isinstance(a, Tensor) else (a, b._data)
+        return _new(torch.floor_divide(ra, rb))
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("derivative for floor_divide is not implemented")
 
 
 class Maximum(Function):
@@ -356,7 +409,7 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return grad * (1 - result * result)
+        return TanhBackward.apply(grad, result)
 
 
 class Sigmoid(Function):
@@ -372,7 +425,51 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
-        return grad * result * (1 - result)
+        return SigmoidBackward.apply(grad, result)
+
+
+# The backward of tanh and sigmoid as ops of their own, as in PyTorch: one kernel instead of three
+# ops in the common case, and still differentiable for create_graph.
+class TanhBackward(Function):
+    """grad * (1 - y^2), where y = tanh(x)."""
+
+    node_name = "TanhBackwardBackward0"
+    saved_names = ("grad_output", "output")
+
+    @staticmethod
+    def forward(ctx, grad, y):
+        ctx.save_for_backward(grad, y)
+        return _new(torch.ops.aten.tanh_backward(grad._data, y._data))
+
+    @staticmethod
+    def backward(ctx, gg):
+        grad, y = ctx.saved_tensors
+        need_grad, need_y = ctx.needs_input_grad
+        return (
+            gg * (1 - y * y) if need_grad else None,
+            gg * grad * y * -2 if need_y else None,
+        )
+
+
+class SigmoidBackward(Function):
+    """grad * y * (1 - y), where y = sigmoid(x)."""
+
+    node_name = "SigmoidBackwardBackward0"
+    saved_names = ("grad_output", "output")
+
+    @staticmethod
+    def forward(ctx, grad, y):
+        ctx.save_for_backward(grad, y)
+        return _new(torch.ops.aten.sigmoid_backward(grad._data, y._data))
+
+    @staticmethod
+    def backward(ctx, gg):
+        grad, y = ctx.saved_tensors
+        need_grad, need_y = ctx.needs_input_grad
+        return (
+            gg * y * (1 - y) if need_grad else None,
+            gg * grad * (1 - 2 * y) if need_y else None,
+        )
 
 
 class Relu(Function):
@@ -574,6 +671,16 @@ def mul(a: Any, b: Any) -> Tensor:
 
 def div(a: Any, b: Any) -> Tensor:
     return Div.apply(a, b)
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """`a % b` with the sign of `b` (Python's and PyTorch's rule)."""
+    return (RemainderTensor if isinstance(b, Tensor) else Remainder).apply(a, b)
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """`a // b`, rounding down. Like PyTorch, it records a node whose backward raises."""
+    return FloorDivide.apply(a, b)
 
 
 def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)

@@ -71,14 +71,17 @@ def _back_to(grad: Tensor, shape: tuple) -> Tensor:
 
 class Dot(MatMul):
     node_name = "DotBackward0"
+    saved_names = ("self", "tensor")  # PyTorch's names: `_saved_tensor`
 
 
 class Mm(MatMul):
     node_name = "MmBackward0"
+    saved_names = ("self", "mat2")  # PyTorch's names: `_saved_mat2`
 
 
 class Mv(MatMul):
     node_name = "MvBackward0"
+    saved_names = ("self", "vec")  # PyTorch's names: `_saved_vec`
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:

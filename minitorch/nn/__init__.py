@@ -1,0 +1,16 @@
+"""minitorch.nn: modules, layers, losses and their functional forms, named like `torch.nn`."""
+
+from minitorch.nn import functional, init, utils
+from minitorch.nn.activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from minitorch.nn.containers import ModuleDict, ModuleList, Sequential
+from minitorch.nn.conv import Conv2d
+from minitorch.nn.dropout import Dropout
+from minitorch.nn.flatten import Flatten
+from minitorch.nn.linear import Identity, Linear
+from minitorch.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from minitorch.nn.module import Module
+from minitorch.nn.normalization import LayerNorm
+from minitorch.nn.parameter import Parameter
+from minitorch.nn.pooling import MaxPool2d
+from minitorch.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from minitorch.nn.sparse import Embedding

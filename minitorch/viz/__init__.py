@@ -1,0 +1,71 @@
+"""Pictures of backward graphs, for minitorch and PyTorch tensors alike.
+
+- `make_dot(t, params=None, show_saved=False)`: a `graphviz.Digraph` drawn as torchviz draws
+  PyTorch graphs, so `torchviz.make_dot(torch_y)` and `minitorch.viz.make_dot(y)` look the same.
+- `show(t, ...)`: what notebooks call. The Digraph when graphviz's `dot` program is installed,
+  otherwise the same graph drawn with matplotlib and a one-line hint how to install graphviz.
+- `draw(t, filename, ...)`: write the picture to a PNG file, with graphviz or matplotlib.
+- `print_graph(t)` / `format_graph(t)`: the graph as indented text.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from minitorch.viz.dot import make_dot, to_digraph
+from minitorch.viz.matplotlib_fallback import draw as draw_with_matplotlib
+from minitorch.viz.picture import describe
+from minitorch.viz.text import format_graph, print_graph
+
+__all__ = ["draw", "format_graph", "has_graphviz", "make_dot", "print_graph", "show"]
+
+INSTALL_HINT = (
+    "graphviz's `dot` program is not installed, so this graph is drawn with matplotlib; for "
+    "graphviz pictures run `apt-get install graphviz` (conda: `conda install graphviz`, "
+    "macOS: `brew install graphviz`)."
+)
+_hint_shown = False  # the hint is printed once per session
+
+
+def has_graphviz() -> bool:
+    """True when the graphviz Python package and its `dot` program are both available."""
+    try:
+        import graphviz  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("dot") is not None
+
+
+def show(var: Any, params: dict[str, Any] | None = None, show_saved: bool = False,
+         show_attrs: bool = False, title: str | None = None) -> Any:  # fmt: skip
+    """The picture to display in a notebook cell: a `graphviz.Digraph` when graphviz can render
+    it, else a matplotlib Figure of the same graph (the first time, after printing a one-line
+    hint how to install graphviz).
+    Arguments as in `make_dot`; `title` is only used by the matplotlib drawing."""
+    global _hint_shown
+    picture = describe(var, params, show_attrs, show_saved)
+    if has_graphviz():
+        return to_digraph(picture)
+    if not _hint_shown:
+        print(INSTALL_HINT)
+        _hint_shown = True
+    return draw_with_matplotlib(picture, title)
+
+
+def draw(var: Any, filename: str, params: dict[str, Any] | None = None,
+         show_saved: bool = False, show_attrs: bool = False) -> str:  # fmt: skip
+    """Write the picture of the graph behind `var` to `filename` as PNG (graphviz if it can,
+    matplotlib otherwise). Returns the file name."""
+    picture = describe(var, params, show_attrs, show_saved)
+    if has_graphviz():
+        from graphviz import ExecutableNotFound
+
+        try:
+            with open(filename, "wb") as file:
+                file.write(to_digraph(picture).pipe(format="png"))
+            return filename
+        except ExecutableNotFound:
+            pass
+    draw_with_matplotlib(picture).savefig(filename, format="png", dpi=100)
+    return filename

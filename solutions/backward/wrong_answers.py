@@ -1,0 +1,459 @@
+"""Plausible wrong answers to notebook 2's exercises: classic student mistakes the graders must
+reject.
+
+`WRONG_ANSWERS[grade_id]` lists `WrongAnswer(name, source, why)`; `source` is a complete
+replacement for that exercise's solution cell (it defines the same names and may use what the
+notebook defined before it: the setup imports, `ACCUMULATE_GRAD` and `topological_order`).
+
+Dependencies between exercises: the reference answer of exercise 2 calls `topological_order`,
+so in an otherwise reference notebook a wrong exercise-1 answer can also cost exercise 2. A wrong
+answer to exercises 2 to 8 costs only its own exercise (no other graded cell uses their answers;
+a test checks this).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class WrongAnswer(NamedTuple):
+    name: str
+    source: str
+    why: str
+
+
+_RUN_BACKWARD_HEAD = """\
+def run_backward(tensor, grad):
+    grads = {tensor.grad_fn: grad}
+"""
+
+_FIT_LINE_HEAD = """\
+def fit_line(lib, x, y, steps, lr):
+    w = lib.tensor(0.0, dtype=x.dtype, requires_grad=True)
+    b = lib.tensor(0.0, dtype=x.dtype, requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = ((w * x + b - y) ** 2).mean()
+        losses.append(loss.item())
+        loss.backward()
+"""
+
+WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_topological_order": [
+        WrongAnswer(
+            "recursive_post_order",
+            """\
+def topological_order(tensor):
+    order, seen = [], set()
+
+    def visit(node):
+        if node is None or node in seen:
+            return
+        seen.add(node)
+        for child, _ in node.next_functions:
+            visit(child)
+        order.append(node)
+
+    visit(tensor.grad_fn)
+    return order[::-1]
+""",
+            "correct order, but recursion: a chain of 10,000 ops exceeds the recursion limit",
+        ),
+        WrongAnswer(
+            "breadth_first",
+            """\
+def topological_order(tensor):
+    if tensor.grad_fn is None:
+        return []
+    order = [tensor.grad_fn]
+    seen = {tensor.grad_fn}
+    to_visit = deque(order)
+    while to_visit:
+        node = to_visit.popleft()
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                order.append(child)
+                to_visit.append(child)
+    return order
+""",
+            "breadth-first discovery order: a node reused deeper in the graph comes too early",
+        ),
+        WrongAnswer(
+            "stack_pre_order",
+            """\
+def topological_order(tensor):
+    if tensor.grad_fn is None:
+        return []
+    order, seen, stack = [], set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        order.append(node)
+        for child, _ in reversed(node.next_functions):
+            if child is not None:
+                stack.append(child)
+    return order
+""",
+            "depth-first pre-order: a node is listed before all of its consumers are",
+        ),
+    ],
+    "ex2_run_backward": [
+        WrongAnswer(
+            "overwrite_fan_in",
+            _RUN_BACKWARD_HEAD
+            + """\
+    for node in topological_order(tensor):
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad.clone() if leaf.grad is None else leaf.grad + node_grad
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                grads[child] = child_grad
+""",
+            "a gradient arriving along a second path replaces the first instead of adding to it",
+        ),
+        WrongAnswer(
+            "overwrite_leaf_grad",
+            _RUN_BACKWARD_HEAD
+            + """\
+    for node in topological_order(tensor):
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            node.variable.grad = node_grad.clone()
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+""",
+            "sets .grad instead of adding to it: gradients already in .grad are lost",
+        ),
+        WrongAnswer(
+            "breadth_first_walk",
+            _RUN_BACKWARD_HEAD
+            + """\
+    order, seen = [tensor.grad_fn], {tensor.grad_fn}
+    for node in order:  # breadth-first: the list grows while we walk it
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                order.append(child)
+    for node in order:
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad.clone() if leaf.grad is None else leaf.grad + node_grad
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+""",
+            "breadth-first order: a reused node runs before all its gradients arrived",
+        ),
+        WrongAnswer(
+            "grad_mode_on",
+            _RUN_BACKWARD_HEAD
+            + """\
+    for node in topological_order(tensor):
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad.clone() if leaf.grad is None else leaf.grad + node_grad
+            continue
+        input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+""",
+            "calls the nodes with grad mode on: the gradients record a graph of their own",
+        ),
+    ],
+    "ex3_sum_to_shape": [
+        WrongAnswer(
+            "leading_dims_only",
+            """\
+def sum_to_shape(grad, shape):
+    added = grad.dim() - len(shape)
+    if added > 0:
+        grad = grad.sum(dim=tuple(range(added)))
+    return grad
+""",
+            "forgets the dimensions stretched from size 1",
+        ),
+        WrongAnswer(
+            "no_keepdim",
+            """\
+def sum_to_shape(grad, shape):
+    shape = tuple(shape)
+    added = grad.dim() - len(shape)
+    if added > 0:
+        grad = grad.sum(dim=tuple(range(added)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(dim=stretched)
+    return grad
+""",
+            "sums the stretched dimensions away instead of keeping them as size 1",
+        ),
+        WrongAnswer(
+            "trailing_dims",
+            """\
+def sum_to_shape(grad, shape):
+    shape = tuple(shape)
+    added = grad.dim() - len(shape)
+    if added > 0:
+        grad = grad.sum(dim=tuple(range(len(shape), grad.dim())))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(dim=stretched, keepdim=True)
+    return grad
+""",
+            "sums over the trailing dimensions: broadcasting adds dimensions on the left",
+        ),
+        WrongAnswer(
+            "mean_instead_of_sum",
+            """\
+def sum_to_shape(grad, shape):
+    shape = tuple(shape)
+    added = grad.dim() - len(shape)
+    if added > 0:
+        grad = grad.mean(dim=tuple(range(added)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.mean(dim=stretched, keepdim=True)
+    return grad
+""",
+            "averages the copies' gradients instead of summing them",
+        ),
+    ],
+    "ex4_jacobian": [
+        WrongAnswer(
+            "no_retain_graph",
+            """\
+def jacobian(lib, f, x):
+    x = x.detach().requires_grad_()
+    y = f(x)
+    units = lib.eye(y.shape[0], dtype=y.dtype)
+    return lib.stack([lib.autograd.grad(y, x, grad_outputs=u)[0] for u in units])
+""",
+            "the first grad() frees the graph, so the second row raises",
+        ),
+        WrongAnswer(
+            "grad_accumulates_between_rows",
+            """\
+def jacobian(lib, f, x):
+    x = x.detach().requires_grad_()
+    y = f(x)
+    units = lib.eye(y.shape[0], dtype=y.dtype)
+    rows = []
+    for i in range(y.shape[0]):
+        y.backward(units[i], retain_graph=True)
+        rows.append(x.grad.clone())
+    return lib.stack(rows)
+""",
+            "uses backward without resetting x.grad: row i holds the sum of rows 0..i",
+        ),
+        WrongAnswer(
+            "transposed",
+            """\
+def jacobian(lib, f, x):
+    x = x.detach().requires_grad_()
+    y = f(x)
+    units = lib.eye(y.shape[0], dtype=y.dtype)
+    rows = [lib.autograd.grad(y, x, grad_outputs=u, retain_graph=True)[0] for u in units]
+    return lib.stack(rows, dim=1)
+""",
+            "stacks the vector-Jacobian products as columns: the transpose",
+        ),
+    ],
+    "ex5_hessian_vector_product": [
+        WrongAnswer(
+            "no_create_graph",
+            """\
+def hessian_vector_product(lib, f, x, v):
+    x = x.detach().requires_grad_()
+    (gradient,) = lib.autograd.grad(f(x), x)
+    (product,) = lib.autograd.grad((gradient * v).sum(), x)
+    return product
+""",
+            "without create_graph the gradient has no graph and cannot be differentiated",
+        ),
+        WrongAnswer(
+            "gradient_times_v",
+            """\
+def hessian_vector_product(lib, f, x, v):
+    x = x.detach().requires_grad_()
+    (gradient,) = lib.autograd.grad(f(x), x)
+    return gradient * v
+""",
+            "returns the gradient scaled by v, a first derivative",
+        ),
+        WrongAnswer(
+            "hessian_row_sums_times_v",
+            """\
+def hessian_vector_product(lib, f, x, v):
+    x = x.detach().requires_grad_()
+    (gradient,) = lib.autograd.grad(f(x), x, create_graph=True)
+    (row_sums,) = lib.autograd.grad(gradient.sum(), x)
+    return row_sums * v
+""",
+            "H @ ones times v elementwise instead of H @ v",
+        ),
+    ],
+    "ex6_accumulated_gradients": [
+        WrongAnswer(
+            "missing_divide_by_k",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    model.zero_grad()
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        loss_fn(model(x), y).backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "sums k micro-batch means: k times the full-batch gradient",
+        ),
+        WrongAnswer(
+            "no_zero_grad",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        loss = loss_fn(model(x), y) / k
+        loss.backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "keeps the gradients the model already held",
+        ),
+        WrongAnswer(
+            "zero_grad_every_micro_batch",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        model.zero_grad()
+        loss = loss_fn(model(x), y) / k
+        loss.backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "zeroes inside the loop: only the last micro-batch survives",
+        ),
+    ],
+    "ex7_fit_line": [
+        WrongAnswer(
+            "update_without_no_grad",
+            _FIT_LINE_HEAD
+            + """\
+        w -= lr * w.grad
+        b -= lr * b.grad
+        w.grad = None
+        b.grad = None
+    return w.item(), b.item(), losses
+""",
+            "an in-place update of a leaf that requires grad, recorded: PyTorch refuses it",
+        ),
+        WrongAnswer(
+            "no_zero_grad",
+            _FIT_LINE_HEAD
+            + """\
+        with lib.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+    return w.item(), b.item(), losses
+""",
+            "never resets the gradients: each step uses the sum of all gradients so far",
+        ),
+        WrongAnswer(
+            "rebinds_instead_of_updating",
+            _FIT_LINE_HEAD
+            + """\
+        w = w - lr * w.grad
+        b = b - lr * b.grad
+    return w.item(), b.item(), losses
+""",
+            "w - lr * w.grad is a new non-leaf tensor: the next backward leaves its .grad None",
+        ),
+    ],
+    "ex8_predict_second_backward": [
+        WrongAnswer(
+            "numbers_are_not_saved",
+            """\
+def predict_second_backward():
+    return {
+        "a": (True, "freed"),
+        "b": (False, "nothing_saved"),
+        "c": (False, "nothing_saved"),
+        "d": (False, "retain_graph"),
+        "e": (False, "fresh_graph"),
+        "f": (True, "freed"),
+        "g": (False, "fresh_graph"),
+        "h": (True, "freed"),
+        "i": (False, "nothing_saved"),
+        "j": (True, "freed"),
+    }
+""",
+            "believes x * 2 saves nothing (the 2 is saved, so the second backward raises)",
+        ),
+        WrongAnswer(
+            "new_root_means_new_graph",
+            """\
+def predict_second_backward():
+    return {
+        "a": (True, "freed"),
+        "b": (False, "nothing_saved"),
+        "c": (True, "freed"),
+        "d": (False, "retain_graph"),
+        "e": (False, "fresh_graph"),
+        "f": (False, "fresh_graph"),
+        "g": (False, "fresh_graph"),
+        "h": (False, "fresh_graph"),
+        "j": (False, "retain_graph"),
+        "i": (False, "nothing_saved"),
+    }
+""",
+            "believes a new output or grad() starts a new graph, and retain_graph lasts forever",
+        ),
+        WrongAnswer(
+            "works_for_the_wrong_reason",
+            """\
+def predict_second_backward():
+    return {
+        "a": (True, "freed"),
+        "b": (False, "fresh_graph"),
+        "c": (True, "freed"),
+        "d": (False, "retain_graph"),
+        "e": (False, "nothing_saved"),
+        "f": (True, "freed"),
+        "g": (False, "nothing_saved"),
+        "h": (True, "freed"),
+        "i": (False, "fresh_graph"),
+        "j": (True, "freed"),
+    }
+""",
+            "right about which raise, wrong about why the others work",
+        ),
+    ],
+}

@@ -1,0 +1,139 @@
+"""Helpers every grader uses: one wrapper that turns any failure into a clean AssertionError.
+
+A grader is a function `check(student_object)` decorated with `@grader("what the student wrote")`.
+Inside it, call student code through `call_student` and state expectations with `expect`. Whatever
+goes wrong (an expectation, an exception in the student's code, `NotImplementedError` from the
+blank release, a RecursionError, even a bug in the grader) reaches the student as one
+`AssertionError` raised `from None` by the wrapper. The traceback in the notebook and in the
+feedback therefore shows only the hidden test's call line and the wrapper's raise line: never the
+grader's checks, never the reference solution.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+import minitorch
+
+LIBRARIES = (torch, minitorch)
+
+# Deep graphs must be walked without recursion. Python's default limit is 1000; graders lower
+# the limit to it while student code runs, so a raised limit does not hide a recursive walk.
+DEFAULT_RECURSION_LIMIT = 1000
+
+
+class Failure(Exception):
+    """An expectation the student's answer did not meet; the message is shown to the student."""
+
+
+def expect(condition: object, message: str) -> None:
+    """Fail with `message` unless `condition` is true."""
+    if not condition:
+        raise Failure(message)
+
+
+def lib_name(lib: Any) -> str:
+    """ "PyTorch" or "minitorch", for messages."""
+    return "PyTorch" if lib is torch else "minitorch"
+
+
+def node_label(node: Any) -> str:
+    """A node's name for messages (`None` for a missing edge)."""
+    if node is None:
+        return "None"
+    name = getattr(node, "name", None)
+    return name() if callable(name) else type(node).__name__
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int) -> Iterator[None]:
+    """Run the block with Python's recursion limit at most `limit` (restored afterwards)."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(previous, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def is_release_stub(error: BaseException) -> bool:
+    """True for the `raise NotImplementedError()` of a blank release, also when a library
+    re-raised it with context (minitorch adds the op's name and shapes to forward errors)."""
+    while error is not None:
+        if isinstance(error, NotImplementedError) and not error.args:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def call_student(function: Callable, *args: Any, call: str) -> Any:
+    """Call the student's `function(*args)`; turn any exception into a Failure naming `call`
+    (e.g. "collect_nodes(out) on a PyTorch chain of 5,000 ops")."""
+    try:
+        return function(*args)
+    except NotImplementedError as error:
+        if is_release_stub(error):
+            raise Failure(
+                f"{call} raised NotImplementedError: replace `raise NotImplementedError()` "
+                "with your solution."
+            ) from None
+        raise Failure(f"{call} raised NotImplementedError: {error}") from None
+    except RecursionError:
+        raise Failure(
+            f"{call} raised RecursionError (maximum recursion depth exceeded). Deep graphs "
+            "need an iterative walk: keep the nodes still to visit in a list or a deque "
+            "instead of calling your function recursively."
+        ) from None
+    except Exception as error:  # the student's own bug, reported in their words
+        raise Failure(f"{call} raised {type(error).__name__}: {error}") from None
+
+
+def grader(what: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Wrap a check so that every failure reaches the student as a clean AssertionError.
+
+    `what` names the graded object in messages, e.g. "collect_nodes".
+
+    A check that takes `seed=` gets a fixed one derived from `what` when the caller passes none,
+    so grading the same submission twice gives the same score (re-running a class's autograde
+    must not change anyone's grade); tests pass other seeds to try many random cases.
+    """
+
+    def wrap(check: Callable[..., None]) -> Callable[..., None]:
+        takes_seed = "seed" in inspect.signature(check).parameters
+
+        @functools.wraps(check)
+        def run(answer: Any, **options: Any) -> None:
+            if takes_seed and options.get("seed") is None:
+                options["seed"] = zlib.crc32(what.encode())
+            try:
+                check(answer, **options)
+                return
+            except Failure as failure:
+                message = str(failure)
+            except NotImplementedError:
+                message = f"{what} is not implemented yet (it raises NotImplementedError)."
+            except Exception as error:  # a grader must never show its own traceback
+                message = (
+                    f"grading {what} stopped with {type(error).__name__}: {error}. "
+                    "Check that it follows the contract stated in the exercise."
+                )
+            raise AssertionError(f"{what}: {message}") from None
+
+        return run
+
+    return wrap
+
+
+def check_callable(answer: Any, what: str) -> None:
+    """Fail unless the student's answer is a function (or other callable)."""
+    expect(
+        callable(answer), f"expected a function, got {type(answer).__name__}: did you pass {what}?"
+    )

@@ -1,0 +1,186 @@
+"""`python -m solutions <command>`: the instructor workflow in one command.
+
+Commands (all take --course DIR, default: the repository's course/):
+  release ASSIGNMENT      build the student version into release/ (--exchange: also publish it)
+  collect ASSIGNMENT      copy submissions into submitted/ (--from DIR, --zip LMS.zip, --exchange)
+  autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch)
+  feedback ASSIGNMENT     write HTML feedback into feedback/
+  export                  write nbgrader's grades CSV (--to FILE, default: <course>/grades.csv)
+  report ASSIGNMENT       print the per-student table (score, max, flags)
+  grade ASSIGNMENT        all of the above in order, with a progress bar, ending with the table
+  validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise
+  leak-scan               releases, feedback and the wheel reveal nothing of solutions/; exit 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from solutions.instructor import leaks, pipeline, report, validate
+from solutions.instructor.course import CommandError, Course, open_course
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress_bar(done: int, total: int, student: str, seconds: float, width: int = 30) -> None:
+    """Print one progress line per graded student: a bar, the count and the student."""
+    filled = width * done // max(total, 1)
+    bar = "#" * filled + "." * (width - filled)
+    _say(f"[{bar}] {done}/{total} {student} ({seconds:.1f} s)")
+
+
+def _collect(course: Course, args: argparse.Namespace) -> list[str]:
+    if args.zip:
+        return pipeline.collect_zip(course, args.assignment, Path(args.zip))
+    if args.from_dir:
+        return pipeline.collect_folder(course, args.assignment, Path(args.from_dir))
+    if getattr(args, "exchange", False):
+        return pipeline.collect_exchange(course, args.assignment)
+    return course.students(args.assignment)
+
+
+def _print_table(course: Course, assignment: str) -> list[report.StudentRow]:
+    rows = report.student_rows(course, assignment)
+    print(report.format_table(rows))
+    summary = report.write_csv(rows, course.root / "reports" / assignment / "summary.csv")
+    _say(f"table written to {summary}")
+    return rows
+
+
+def cmd_release(course: Course, args: argparse.Namespace) -> int:
+    path = pipeline.release(course, args.assignment, to_exchange=args.exchange)
+    _say(f"release written to {path}")
+    return 0
+
+
+def cmd_collect(course: Course, args: argparse.Namespace) -> int:
+    students = _collect(course, args)
+    _say(f"{len(students)} submissions in submitted/: {', '.join(students)}")
+    return 0
+
+
+def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
+    results = pipeline.autograde(course, args.assignment, args.student or None, progress_bar)
+    failed = [student for student, result in results.items() if not result.get("success")]
+    if failed:
+        _say(f"autograde failed for: {', '.join(failed)} (see reports/{args.assignment}/)")
+    return 0
+
+
+def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
+    _say(f"feedback written to {pipeline.feedback(course, args.assignment)}")
+    return 0
+
+
+def cmd_export(course: Course, args: argparse.Namespace) -> int:
+    destination = Path(args.to) if args.to else course.root / "grades.csv"
+    _say(f"grades written to {pipeline.export_csv(course, destination)}")
+    return 0
+
+
+def cmd_report(course: Course, args: argparse.Namespace) -> int:
+    _print_table(course, args.assignment)
+    return 0
+
+
+def cmd_grade(course: Course, args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    if not pipeline.is_released(course, args.assignment):
+        _say(f"building the release of {args.assignment}")
+        pipeline.release(course, args.assignment)
+    students = _collect(course, args)
+    _say(f"autograding {len(students)} submissions")
+    pipeline.autograde(course, args.assignment, students, progress_bar)
+    pipeline.feedback(course, args.assignment)
+    destination = Path(args.to) if args.to else course.root / "grades.csv"
+    pipeline.export_csv(course, destination)
+    _say(f"feedback in {course.root / 'feedback'}, grades in {destination}")
+    _print_table(course, args.assignment)
+    _say(f"done in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def cmd_validate(course: Course, args: argparse.Namespace) -> int:
+    problems = []
+    for assignment in args.assignment or course.assignments():
+        release = pipeline.release(course, assignment)
+        for notebook in course.notebooks(assignment):
+            _say(f"validating {assignment}/{notebook}")
+            source = course.folder("source", assignment) / f"{notebook}.ipynb"
+            problems += validate.check_source(course, source)
+            problems += validate.check_release(course, release / f"{notebook}.ipynb")
+    for problem in problems:
+        print(problem)
+    _say("validation failed" if problems else "validation passed")
+    return 1 if problems else 0
+
+
+def cmd_leak_scan(course: Course, args: argparse.Namespace) -> int:
+    wheel = Path(args.wheel) if args.wheel else None
+    found = leaks.leak_scan(course, wheel=wheel)
+    for leak in found:
+        print(leak)
+    _say(f"{len(found)} leaks found" if found else "no leaks found")
+    return 1 if found else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `python -m solutions`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m solutions",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--course", type=Path, default=None, help="course folder (course/)")
+    parser.add_argument("--timeout", type=int, default=None, help="seconds per cell (config: 30)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler, assignment: str = "required"):
+        sub = commands.add_parser(name)
+        if assignment == "required":
+            sub.add_argument("assignment")
+        elif assignment == "optional":
+            sub.add_argument("assignment", nargs="*")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("release", cmd_release).add_argument("--exchange", action="store_true")
+    for name, handler in (("collect", cmd_collect), ("grade", cmd_grade)):
+        sub = command(name, handler)
+        source = sub.add_mutually_exclusive_group()
+        source.add_argument("--from", dest="from_dir", help="folder of <student>/ folders")
+        source.add_argument("--zip", help="LMS download: <student>_<notebook>.ipynb files")
+        if name == "collect":
+            source.add_argument("--exchange", action="store_true", help="nbgrader exchange")
+        else:
+            sub.add_argument("--to", help="grades CSV (default: <course>/grades.csv)")
+    command("autograde", cmd_autograde).add_argument("--student", action="append")
+    command("feedback", cmd_feedback)
+    command("export", cmd_export, assignment="none").add_argument("--to")
+    command("report", cmd_report)
+    command("validate", cmd_validate, assignment="optional")
+    command("leak-scan", cmd_leak_scan, assignment="none").add_argument(
+        "--wheel", help="scan this wheel instead of building one"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit status (1 when validation or the leak scan fails)."""
+    args = build_parser().parse_args(argv)
+    # nbgrader's gradebook triggers SQLAlchemy autoflush warnings that say nothing to a user.
+    warnings.filterwarnings("ignore", module="nbgrader")
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    try:
+        course = open_course(args.course, timeout=args.timeout)
+        return args.handler(course, args)
+    except CommandError as error:
+        _say(f"error: {error}")
+        return 2
