@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from course_support import NOTEBOOK_1, REPO_ROOT, copy_course
+from course_support import COURSE_SOURCE, NOTEBOOK_1, REPO_ROOT, copy_course, copy_course_source
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from solutions.instructor import leaks
@@ -173,6 +173,19 @@ def test_leak_scan_command_builds_the_wheel_and_passes(course_copy: Path) -> Non
 # --- validation -----------------------------------------------------------------------------
 def test_notebook_1_validates(course_copy: Path) -> None:
     code, output = run_cli("--course", course_copy, "validate", NOTEBOOK_1)
+    assert code == 0, output
+
+
+OTHER_ASSIGNMENTS = sorted(
+    path.name for path in COURSE_SOURCE.iterdir() if path.is_dir() and path.name != NOTEBOOK_1
+)
+
+
+@pytest.mark.parametrize("assignment", OTHER_ASSIGNMENTS)
+def test_every_other_assignment_validates(assignment: str, tmp_path: Path) -> None:
+    """Source full marks, release none: the same check as notebook 1's, for every notebook."""
+    course = copy_course_source(tmp_path / "course", [assignment])
+    code, output = run_cli("--course", course, "validate", assignment)
     assert code == 0, output
 
 
