@@ -348,9 +348,11 @@ def topological_order_section(b: Builder) -> None:
             (from_square,) = lib.autograd.grad(square.sum(), a, retain_graph=True)
             (from_other,) = lib.autograd.grad(other.sum(), a, retain_graph=True)
             out.backward()
-            print(f"{lib.__name__:>9}: via a * a {[round(v, 4) for v in from_square.tolist()]}"
-                  f" + via sin(exp(a)) {[round(v, 4) for v in from_other.tolist()]}"
-                  f" = a.grad {[round(v, 4) for v in a.grad.tolist()]}")
+            print(
+                f"{lib.__name__:>9}: via a * a {[round(v, 4) for v in from_square.tolist()]}"
+                f" + via sin(exp(a)) {[round(v, 4) for v in from_other.tolist()]}"
+                f" = a.grad {[round(v, 4) for v in a.grad.tolist()]}"
+            )
         """
     )
     b.code(
@@ -507,7 +509,9 @@ def engine_section(b: Builder) -> None:
             w = lib.tensor([1.0, 2.0], requires_grad=True)
             w.grad = lib.tensor([10.0, 10.0])
             run_backward(w * 3, lib.tensor([1.0, 1.0]))
-            assert w.grad.tolist() == [13.0, 13.0], f"{name}: add to an existing .grad, got {w.grad.tolist()}"
+            assert w.grad.tolist() == [13.0, 13.0], (
+                f"{name}: add to an existing .grad, got {w.grad.tolist()}"
+            )
         print("Visible tests passed.")
         """,
     )
@@ -517,8 +521,10 @@ def engine_section(b: Builder) -> None:
         def wide_graph(lib):
             \"\"\"Three parameters, a value used at several depths, a non-scalar output.\"\"\"
             gen = torch.Generator().manual_seed(3)
-            w, b, x = (lib.tensor(torch.randn(4, generator=gen).tolist(), dtype=lib.float64,
-                                  requires_grad=rg) for rg in (True, True, False))
+            w, b, x = (
+                lib.tensor(torch.randn(4, generator=gen).tolist(), dtype=lib.float64, requires_grad=rg)
+                for rg in (True, True, False)
+            )
             h = (w * x + b).tanh()
             h2 = h * h.sigmoid() + w
             return (h2 * h + b.exp()).sin() - h, (w, b, x)
@@ -531,9 +537,14 @@ def engine_section(b: Builder) -> None:
             mine = [w.grad, b.grad, x.grad]
             out, (w, b, x) = wide_graph(lib)
             out.backward(gradient)
-            diffs = [max(abs(p - q) for p, q in zip(m.tolist(), t.grad.tolist())) for m, t in zip(mine[:2], (w, b))]
-            print(f"{lib.__name__:>9}: largest difference from backward(): {max(diffs):.1e};"
-                  f" x.grad (data, no grad) is {mine[2]}")
+            diffs = [
+                max(abs(p - q) for p, q in zip(m.tolist(), t.grad.tolist()))
+                for m, t in zip(mine[:2], (w, b))
+            ]
+            print(
+                f"{lib.__name__:>9}: largest difference from backward(): {max(diffs):.1e};"
+                f" x.grad (data, no grad) is {mine[2]}"
+            )
         """
     )
 
@@ -562,8 +573,10 @@ def accumulation_in_leaves(b: Builder) -> None:
             second = x.grad.tolist()
             x.grad = None
             (x * x).sum().backward()
-            print(f"{lib.__name__:>9}: after one backward {first}, after two {second}, "
-                  f"after reset and one more {x.grad.tolist()}")
+            print(
+                f"{lib.__name__:>9}: after one backward {first}, after two {second}, "
+                f"after reset and one more {x.grad.tolist()}"
+            )
         """
     )
 
@@ -594,8 +607,10 @@ def broadcasting_section(b: Builder) -> None:
             with lib.no_grad():
                 _, grad_w = y.grad_fn(lib.ones(4, 3, dtype=lib.float64))
             y.sum().backward()
-            print(f"{lib.__name__:>9}: the node returns shape {list(grad_w.shape)};"
-                  f" w.grad after backward() is {w.grad.tolist()}")
+            print(
+                f"{lib.__name__:>9}: the node returns shape {list(grad_w.shape)};"
+                f" w.grad after backward() is {w.grad.tolist()}"
+            )
         """
     )
     b.exercise(
@@ -627,7 +642,9 @@ def broadcasting_section(b: Builder) -> None:
             for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
                 got = sum_to_shape(grad, shape)
                 assert tuple(got.shape) == shape, f"{name}: shape {list(got.shape)} for {shape}"
-                assert got.flatten().tolist() == [value] * got.numel(), f"{name}: each entry should be {value} for {shape}"
+                assert got.flatten().tolist() == [value] * got.numel(), (
+                    f"{name}: each entry should be {value} for {shape}"
+                )
             assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
         print("Visible tests passed.")
         """,
@@ -661,7 +678,10 @@ def vjp_section(b: Builder) -> None:
                 print(f"{lib.__name__:>9}: y.backward() -> RuntimeError: {str(error)[:53]}")
             v = lib.tensor([1.0, 0.0, -1.0], dtype=lib.float64)
             y.backward(gradient=v)
-            print(f"{lib.__name__:>9}: y.backward(gradient=v) gives x.grad = {x.grad.tolist()} = v @ A = {(v @ A).tolist()}")
+            print(
+                f"{lib.__name__:>9}: y.backward(gradient=v) gives x.grad = {x.grad.tolist()}"
+                f" = v @ A = {(v @ A).tolist()}"
+            )
         """
     )
     b.exercise(
@@ -686,7 +706,7 @@ def vjp_section(b: Builder) -> None:
             name = lib.__name__
             A = lib.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, -1.0]], dtype=lib.float64)
             x = lib.tensor([0.1, 0.2, 0.3], dtype=lib.float64)
-            J = jacobian(lib, lambda t: A @ t, x)
+            J = jacobian(lib, lambda t, A=A: A @ t, x)  # A=A: this iteration's A
             assert isinstance(J, lib.Tensor), f"{name}: return a {name} tensor"
             assert J.tolist() == A.tolist(), f"{name}: the Jacobian of A @ x is A, got {J.tolist()}"
             J = jacobian(lib, lambda t: t * t, x)
@@ -709,7 +729,7 @@ def vjp_section(b: Builder) -> None:
         fig, axes = plt.subplots(1, 3, figsize=(10, 2.6))
         for ax, lib in zip(axes, (torch, minitorch)):
             A = lib.tensor(A_values, dtype=lib.float64)
-            J = jacobian(lib, lambda t: (A @ t).tanh(), lib.tensor(x_values, dtype=lib.float64))
+            J = jacobian(lib, lambda t, A=A: (A @ t).tanh(), lib.tensor(x_values, dtype=lib.float64))
             ax.imshow(J.tolist(), cmap="RdBu", vmin=-0.8, vmax=0.8)
             ax.set_title(f"jacobian({lib.__name__}, ...)")
         reference = torch.autograd.functional.jacobian(
@@ -816,7 +836,7 @@ def higher_order_section(b: Builder) -> None:
             assert isinstance(hv, lib.Tensor), f"{name}: return a {name} tensor"
             assert hv.tolist() == [6.0, -12.0, 6.0], f"{name}: H v = 6 x v = [6, -12, 6], got {hv.tolist()}"
             A = lib.tensor([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 4.0]], dtype=lib.float64)
-            hv = hessian_vector_product(lib, lambda t: t @ (A @ t) / 2, x, v)
+            hv = hessian_vector_product(lib, lambda t, A=A: t @ (A @ t) / 2, x, v)
             assert hv.tolist() == (A @ v).tolist(), f"{name}: for x.Ax / 2, H v = A v, got {hv.tolist()}"
         print("Visible tests passed.")
         """,
@@ -843,19 +863,26 @@ def hooks_section(b: Builder) -> None:
     b.code(
         """
         # NBVAL_CHECK_OUTPUT
-        for lib in (torch, minitorch):
+        def engine_order(lib):
+            \"\"\"The names of the diamond's nodes, in the order the engine runs them.\"\"\"
             out, x = diamond(lib)
             ran = []
             for node in breadth_first(out):
+                # node=node: each hook keeps its own node, not the loop's last one
                 node.register_prehook(lambda grads, node=node: ran.append(node.name()))
             out.backward()
-            print(f"{lib.__name__:>9}:", ran)
+            return ran
+
+
+        for lib in (torch, minitorch):
+            print(f"{lib.__name__:>9}:", engine_order(lib))
         """
     )
     b.code(
         """
         # NBVAL_CHECK_OUTPUT
-        for lib in (torch, minitorch):
+        def clamped_backward(lib):
+            \"\"\"Backward through h * h, printing and then clamping the gradient of h.\"\"\"
             x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
             h = x * 10
             handle = h.register_hook(lambda grad: print(f"{lib.__name__:>9}: h receives {grad.tolist()}"))
@@ -863,6 +890,10 @@ def hooks_section(b: Builder) -> None:
             (h * h).sum().backward()
             print(f"{lib.__name__:>9}: x.grad = {x.grad.tolist()} (the clamped gradient times 10)")
             handle.remove()
+
+
+        for lib in (torch, minitorch):
+            clamped_backward(lib)
         """
     )
 
@@ -973,8 +1004,12 @@ def training_section(b: Builder) -> None:
             assert len(losses) == 100, f"{name}: one loss per step, got {len(losses)}"
             at_zero = (y**2).mean().item()
             assert abs(losses[0] - at_zero) < 1e-9, f"{name}: the first loss is the loss at w = b = 0"
-            assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), f"{name}: the loss must go down at every step"
-            assert abs(w - 2) < 0.1 and abs(b - 1) < 0.1, f"{name}: w = {w:.3f}, b = {b:.3f}; expected about 2 and 1"
+            assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), (
+                f"{name}: the loss must go down at every step"
+            )
+            assert abs(w - 2) < 0.1 and abs(b - 1) < 0.1, (
+                f"{name}: w = {w:.3f}, b = {b:.3f}; expected about 2 and 1"
+            )
         print("Visible tests passed.")
         """,
     )
@@ -1038,10 +1073,14 @@ def second_backward_section(b: Builder) -> None:
         missing = sorted(set(SNIPPETS) - set(predictions))
         assert not missing, f"no prediction for snippets {missing}"
         for key, guess in predictions.items():
-            assert isinstance(guess, tuple) and len(guess) == 2, f"{key!r}: a tuple (raises, why), not {guess!r}"
+            assert isinstance(guess, tuple) and len(guess) == 2, (
+                f"{key!r}: a tuple (raises, why), not {guess!r}"
+            )
             raises, why = guess
             assert isinstance(raises, bool), f"{key!r}: raises must be True or False"
-            assert why in ("freed", "retain_graph", "nothing_saved", "fresh_graph"), f"{key!r}: unknown reason {why!r}"
+            assert why in ("freed", "retain_graph", "nothing_saved", "fresh_graph"), (
+                f"{key!r}: unknown reason {why!r}"
+            )
             assert raises == (why == "freed"), f"{key!r}: only 'freed' snippets raise"
         print("Your predictions are well formed; the hidden tests run the snippets.")
         """,

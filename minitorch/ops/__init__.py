@@ -24,10 +24,12 @@ from minitorch.ops.elementwise import (
     relu,
     remainder,
     sigmoid,
+    sigmoid_backward,
     sin,
     sqrt,
     sub,
     tanh,
+    tanh_backward,
     to_copy,
     where,
 )

@@ -673,6 +673,16 @@ def div(a: Any, b: Any) -> Tensor:
     return Div.apply(a, b)
 
 
+def tanh_backward(grad: Tensor, y: Tensor) -> Tensor:
+    """grad * (1 - y^2) for y = tanh(x), as one op (torch.ops.aten.tanh_backward's contract)."""
+    return TanhBackward.apply(grad, y)
+
+
+def sigmoid_backward(grad: Tensor, y: Tensor) -> Tensor:
+    """grad * y * (1 - y) for y = sigmoid(x), as one op (aten.sigmoid_backward's contract)."""
+    return SigmoidBackward.apply(grad, y)
+
+
 def remainder(a: Any, b: Any) -> Tensor:
     """`a % b` with the sign of `b` (Python's and PyTorch's rule)."""
     return (RemainderTensor if isinstance(b, Tensor) else Remainder).apply(a, b)

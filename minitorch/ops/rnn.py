@@ -33,6 +33,7 @@ by differentiable ops, so gradients of gradients come out right.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -53,19 +54,28 @@ def _gates_and_cell(gates_x: Any, h: Any, c: Any, w_hh: Any) -> tuple[tuple, Any
     return (i, f, g, o), c_new, c_new.tanh()
 
 
+def _activation_backwards(lib: Any) -> tuple[Callable, Callable]:
+    """`(sigmoid_backward, tanh_backward)` of `lib`: grad * s * (1 - s) and grad * (1 - t^2),
+    each one op (one kernel on storage, one differentiable node on minitorch tensors)."""
+    if lib is torch:
+        return torch.ops.aten.sigmoid_backward, torch.ops.aten.tanh_backward
+    return minitorch.ops.sigmoid_backward, minitorch.ops.tanh_backward
+
+
 def _step_gradients(
     lib: Any, grad_h: Any, grad_c: Any, gates: tuple, tanh_c: Any, h: Any, c: Any, w_hh: Any
 ) -> tuple:
     """Gradients of one step w.r.t. (gates_x, h rows, c rows, w_hh), given those of (h, c).
     `lib` is torch (storage tensors) or minitorch (tensors that record a graph)."""
+    sigmoid_backward, tanh_backward = _activation_backwards(lib)
     i, f, g, o = gates
-    grad_c = grad_c + grad_h * o * (1 - tanh_c * tanh_c)  # c feeds h through tanh
+    grad_c = grad_c + tanh_backward(grad_h * o, tanh_c)  # c feeds h through tanh
     grad_gates = lib.cat(
         [
-            grad_c * g * (i * (1 - i)),  # sigmoid' = s (1 - s)
-            grad_c * c * (f * (1 - f)),
-            grad_c * i * (1 - g * g),  # tanh' = 1 - t^2
-            grad_h * tanh_c * (o * (1 - o)),
+            sigmoid_backward(grad_c * g, i),
+            sigmoid_backward(grad_c * c, f),
+            tanh_backward(grad_c * i, g),
+            sigmoid_backward(grad_h * tanh_c, o),
         ],
         1,
     )
@@ -163,9 +173,10 @@ def _gru_step_gradients(
     lib: Any, grad: Any, r: Any, z: Any, n: Any, h_n: Any, h: Any, w_hh: Any
 ) -> tuple:
     """Gradients of one GRU step w.r.t. (gates_x, h rows, w_hh, b_hh), given that of h'."""
-    grad_n = grad * (1 - z) * (1 - n * n)  # through h' = n + z (h - n), then tanh
-    grad_r = grad_n * h_n * (r * (1 - r))
-    grad_z = grad * (h - n) * (z * (1 - z))
+    sigmoid_backward, tanh_backward = _activation_backwards(lib)
+    grad_n = tanh_backward(grad - grad * z, n)  # through h' = n + z (h - n), then tanh
+    grad_r = sigmoid_backward(grad_n * h_n, r)
+    grad_z = sigmoid_backward(grad * (h - n), z)
     grad_gates_h = lib.cat([grad_r, grad_z, grad_n * r], 1)  # the reset gate scales h_n
     grad_h = grad * z + grad_gates_h @ w_hh
     return lib.cat([grad_r, grad_z, grad_n], 1), grad_h, grad_gates_h.t() @ h, grad_gates_h.sum(0)

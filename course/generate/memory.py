@@ -1,0 +1,1173 @@
+"""Build notebook 4, course/source/memory/memory.ipynb.
+
+The notebook is written here, cell by cell, and its solution cells are copied verbatim from
+solutions/memory/reference.py (the single source of truth for the answers). Run
+
+    python3 course/generate/memory.py            # build, execute, write the notebook
+    python3 course/generate/memory.py --check    # exit 1 if the committed file drifted
+
+Executing keeps only the outputs of cells marked `# NBVAL_CHECK_OUTPUT` (the ones nbval compares),
+so the committed notebook stays small and its diffs readable. Students get the release that
+nbgrader builds from it (solutions replaced by stubs, hidden tests removed).
+"""
+
+# ruff: noqa: E501 (cell sources are indented here; ruff checks them, unindented, in the notebook)
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENT = "memory"
+NOTEBOOK = REPO_ROOT / "course" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+REFERENCE = REPO_ROOT / "solutions" / ASSIGNMENT / "reference.py"
+CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
+
+# Points per exercise (they sum to 25).
+POINTS = {
+    "ex1_saved_bytes": 3,
+    "ex2_train_epoch": 3,
+    "ex3_evaluate": 2,
+    "ex4_checkpoint": 5,
+    "ex5_best_segments": 3,
+    "ex6_step_within_budget": 3,
+    "ex7_truncated_bptt": 3,
+    "ex8_half_precision_hooks": 3,
+}
+# The grader each hidden test calls, and the name it passes to it.
+GRADED_OBJECT = {
+    "ex1_saved_bytes": ("saved_bytes", "saved_bytes"),
+    "ex2_train_epoch": ("train_epoch", "train_epoch"),
+    "ex3_evaluate": ("evaluate", "evaluate"),
+    "ex4_checkpoint": ("checkpoint", "checkpoint"),
+    "ex5_best_segments": ("best_segments", "best_segments"),
+    "ex6_step_within_budget": ("step_within_budget", "step_within_budget"),
+    "ex7_truncated_bptt": ("truncated_bptt", "truncated_bptt"),
+    "ex8_half_precision_hooks": ("half_precision_hooks", "half_precision_hooks"),
+}
+
+
+# -------------------------------------------------------------------------------------------------
+# Reading the reference solutions
+# -------------------------------------------------------------------------------------------------
+def solution_sources(path: Path = REFERENCE) -> dict[str, str]:
+    """The blocks of reference.py that start with `# %% <grade_id>`, keyed by grade_id."""
+    text = path.read_text()
+    parts = re.split(r"^# %% (\w+)\n", text, flags=re.MULTILINE)
+    return {grade_id: body.strip("\n") for grade_id, body in zip(parts[1::2], parts[2::2])}
+
+
+# -------------------------------------------------------------------------------------------------
+# Cells
+# -------------------------------------------------------------------------------------------------
+class Builder:
+    """Collects cells with deterministic ids and nbgrader metadata."""
+
+    def __init__(self) -> None:
+        self.cells: list = []
+
+    def _add(self, cell: nbformat.NotebookNode, nbgrader: dict | None) -> None:
+        cell["id"] = f"cell-{len(self.cells):02d}"
+        if nbgrader is not None:
+            cell["metadata"]["nbgrader"] = {"schema_version": 3, **nbgrader}
+        self.cells.append(cell)
+
+    def md(self, text: str) -> None:
+        self._add(nbformat.v4.new_markdown_cell(textwrap.dedent(text).strip("\n")), None)
+
+    def code(self, text: str) -> None:
+        self._add(nbformat.v4.new_code_cell(textwrap.dedent(text).strip("\n")), None)
+
+    def statement(self, grade_id: str, text: str) -> None:
+        """A locked markdown cell."""
+        text = textwrap.dedent(text).strip("\n")
+        meta = {
+            "grade": False,
+            "solution": False,
+            "locked": True,
+            "grade_id": f"{grade_id}_statement",
+        }
+        self._add(nbformat.v4.new_markdown_cell(text), meta)
+
+    def locked_code(self, grade_id: str, text: str) -> None:
+        meta = {"grade": False, "solution": False, "locked": True, "grade_id": grade_id}
+        self._add(nbformat.v4.new_code_cell(text), meta)
+
+    def solution(self, grade_id: str, source: str) -> None:
+        meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
+        self._add(nbformat.v4.new_code_cell(source), meta)
+
+    def tests(self, grade_id: str, visible: str) -> None:
+        grader, name = GRADED_OBJECT[grade_id]
+        hidden = (
+            "### BEGIN HIDDEN TESTS\n"
+            f"from solutions.{ASSIGNMENT} import grade\n\n"
+            f"grade.{grader}({name})\n"
+            "### END HIDDEN TESTS"
+        )
+        source = textwrap.dedent(visible).strip("\n") + "\n\n" + hidden
+        meta = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "grade_id": f"{grade_id}_tests",
+            "points": POINTS[grade_id],
+        }
+        self._add(nbformat.v4.new_code_cell(source), meta)
+
+    def exercise(self, grade_id: str, statement: str, visible_tests: str) -> None:
+        """Statement, solution cell (from reference.py) and test cell of one exercise."""
+        self.statement(grade_id, statement)
+        self.solution(grade_id, solution_sources()[grade_id])
+        self.tests(grade_id, visible_tests)
+
+
+def build_notebook() -> nbformat.NotebookNode:
+    """The notebook without outputs."""
+    b = Builder()
+    intro(b)
+    what_ops_save(b)
+    timeline_section(b)
+    lifetime_section(b)
+    grad_modes_section(b)
+    leaks_section(b)
+    checkpoint_section(b)
+    segments_section(b)
+    micro_batches_section(b)
+    bptt_section(b)
+    hooks_section(b)
+    summary(b)
+    nb = nbformat.v4.new_notebook(cells=b.cells)
+    nb.metadata = {
+        "kernelspec": {
+            "display_name": "Python 3 (ipykernel)",
+            "language": "python",
+            "name": "python3",
+        },
+        "language_info": {"name": "python"},
+    }
+    return nb
+
+
+# -------------------------------------------------------------------------------------------------
+# The sections of the notebook
+# -------------------------------------------------------------------------------------------------
+def intro(b: Builder) -> None:
+    b.md(
+        """
+        # Notebook 4: memory, what the graph keeps alive and how to spend less
+
+        Training a network usually runs out of **memory** before it runs out of time. Most of
+        that memory is not the parameters: it is the values that the forward pass **saves for
+        backward**, and they stay alive as long as the graph that holds them. This notebook
+        measures where the bytes go and practises the standard ways to spend fewer of them.
+
+        After this notebook you will be able to:
+
+        - say what each op saves for backward and why, and count the bytes a graph keeps alive;
+        - read a memory timeline: rising through the forward pass, falling through backward;
+        - control the graph's lifetime (`backward`, `retain_graph`, references to outputs) and
+          avoid recording one (`no_grad`, `inference_mode`, `detach`, `.item()`);
+        - find and fix the classic leaks of training loops;
+        - trade computation for memory: gradient checkpointing, micro-batches, truncated
+          backpropagation through time, and saved-tensor hooks that store activations in half
+          precision.
+
+        **Every figure here is measured**, never taken on trust: `minitorch.memory` counts the
+        bytes of every storage that minitorch tensors use, exactly (a storage shared by views
+        counts once). `memory_allocated()` is what is alive now, `saved_bytes(t)` what the
+        graph behind `t` saved, and `with track() as mem:` records the **peak** inside a block
+        (and, with `timeline=True`, every allocation and release). On a CUDA machine
+        `memory_stats()` also reports PyTorch's own `torch.cuda.memory_allocated()`.
+
+        There are **8 graded exercises (25 points)**. Each has visible tests you can run (plain
+        asserts that say what went wrong); more tests run when your notebook is graded. Write
+        your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+        """
+    )
+    b.code(
+        """
+        import contextlib
+        import gc
+        import math
+        import weakref
+
+        import matplotlib.pyplot as plt
+        import torch
+        from IPython.display import display
+
+        import minitorch
+        from minitorch import memory, nn
+        from minitorch.autograd.graph import saved_tensors, saved_tensors_hooks
+        from minitorch.memory import track
+        from minitorch.utils.checkpoint import checkpoint_sequential
+
+        torch.manual_seed(0)
+        minitorch.manual_seed(0)
+
+        # The name of the node behind a leaf that requires grad, in both libraries.
+        ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+        def kib(n):
+            return f"{n / 1024:8.1f} KiB"
+
+
+        def same(a, b):
+            # Two tensors (minitorch or PyTorch) hold the same values, up to rounding.
+            return torch.allclose(torch.tensor(a.tolist()), torch.tensor(b.tolist()))
+
+
+        def live_bytes():
+            # Collect garbage first, so that only what is really reachable counts.
+            gc.collect()
+            return memory.memory_allocated()
+
+
+        def deep_mlp(depth, width, seed=0):
+            # `depth` blocks, each nn.Sequential(Linear, Tanh), in float64.
+            minitorch.manual_seed(seed)
+            blocks = [nn.Sequential(nn.Linear(width, width), nn.Tanh()) for _ in range(depth)]
+            return nn.Sequential(*blocks).double()
+
+
+        if torch.cuda.is_available():
+            print("CUDA:", memory.memory_stats())
+        """
+    )
+
+
+def what_ops_save(b: Builder) -> None:
+    b.md(
+        """
+        ## 1. What each op saves for backward, and why
+
+        An op saves exactly what its **local derivative** needs. `x + y` passes the gradient
+        through unchanged: it saves nothing. `x * y` needs `y` for the gradient of `x` and `x`
+        for the gradient of `y`: it saves both. `exp`, `tanh`, `sigmoid` and `relu` can write
+        their derivative with their **result** (`d exp(x) = exp(x)`, `d tanh(x) = 1 - tanh(x)^2`),
+        so they save the result; `sin` needs its input (`cos(x)`). `x @ w.t()` needs each input
+        for the other's gradient. Sums and means need only the input's shape.
+
+        `saved_tensors(node)` lists what a minitorch node saved, under PyTorch's names; PyTorch
+        shows the same through its nodes' `_saved_<name>` attributes:
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        ops = {
+            "x + y": lambda x, y: x + y,
+            "x * y": lambda x, y: x * y,
+            "x.exp()": lambda x, y: x.exp(),
+            "x.tanh()": lambda x, y: x.tanh(),
+            "x.relu()": lambda x, y: x.relu(),
+            "x.sin()": lambda x, y: x.sin(),
+            "x ** 2": lambda x, y: x**2,
+            "x @ y.t()": lambda x, y: x @ y.t(),
+            "x.sum()": lambda x, y: x.sum(),
+        }
+        for text, op in ops.items():
+            mx, my = (minitorch.randn(3, 4, requires_grad=True) for _ in range(2))
+            tx, ty = (torch.randn(3, 4, requires_grad=True) for _ in range(2))
+            node, torch_node = op(mx, my).grad_fn, op(tx, ty).grad_fn
+            ours = sorted(name for name, _ in saved_tensors(node))
+            theirs = sorted(  # the saved tensors; PyTorch's nodes also keep sizes and numbers
+                a[7:]
+                for a in dir(torch_node)
+                if a.startswith("_saved_") and isinstance(getattr(torch_node, a), torch.Tensor)
+            )
+            print(f"{text:10} {node.name():15} minitorch saves {ours}, PyTorch saves {theirs}")
+        """
+    )
+    b.md(
+        """
+        In a network the saved tensors are the **activations**: each `Linear` saves its input
+        (for the weight's gradient), each `Tanh` its output. The next `Linear`'s input *is*
+        that output, so the two nodes share one storage. Parameters are saved too, but they are
+        alive anyway; what training adds is the activations, one batch-sized tensor per layer.
+        `make_dot(..., show_saved=True)` draws the saved tensors in orange:
+        """
+    )
+    b.code(
+        """
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+        x = minitorch.randn(16, 4)
+        loss = model(x).pow(2).mean()
+        if minitorch.viz.has_graphviz():
+            display(minitorch.viz.make_dot(loss, params=dict(model.named_parameters()), show_saved=True))
+        else:
+            display(minitorch.viz.show(loss, dict(model.named_parameters())))
+        """
+    )
+    b.exercise(
+        "ex1_saved_bytes",
+        """
+        ### Exercise 1 (3 points): the bytes a graph keeps alive
+
+        Write `saved_bytes(t, include_parameters=False)`: the number of bytes that the graph
+        behind `t` keeps alive through the tensors its nodes saved. Walk every node reachable
+        from `t.grad_fn` through `next_functions` (with a list of nodes still to visit, not
+        recursion) and read `saved_tensors(node)`, a list of `(name, tensor)` pairs.
+
+        Memory belongs to **storages**, not tensors: views (`h[0]`, `h.t()`) and the same
+        tensor saved by two nodes share one. Identify a storage with
+        `s = tensor.untyped_storage()`: `s.data_ptr()` is its address, `s.nbytes()` its size;
+        count each storage once, with its full size.
+
+        Unless `include_parameters` is True, leave out the storages of **parameters**: the
+        `node.variable` of every AccumulateGrad node and saved tensors that are leaves
+        requiring grad. Return 0 when `t.grad_fn` is None. The graphs have no saved-tensor
+        hooks. The grader compares with `minitorch.memory.saved_bytes` on several models.
+        """,
+        """
+        x = minitorch.randn(8, 4, dtype=torch.float64)
+        w = minitorch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+        hidden = (x @ w.t()).relu()  # the matmul saves x (w does not need the gradient of x)
+        loss = (hidden * hidden).sum()  # relu saves hidden; mul saves hidden twice: one storage
+        assert saved_bytes(loss) == (8 * 4 + 8 * 6) * 8, f"expected 640 bytes, got {saved_bytes(loss)}"
+        x2 = x.requires_grad_() * 2  # now the matmul also saves w.t(), a view of the parameter w
+        loss = (x2 @ w.t()).sum()
+        assert saved_bytes(loss) == 8 * 4 * 8, "the parameter w must be left out"
+        assert saved_bytes(loss, include_parameters=True) == (8 * 4 + 6 * 4) * 8, "count w once"
+        loss.backward()
+        assert saved_bytes(loss, include_parameters=True) == 0, "backward freed the saved tensors"
+        assert saved_bytes(w) == 0, "a leaf has no graph"
+        model = deep_mlp(3, 5)
+        loss = model(minitorch.randn(7, 5, dtype=torch.float64)).sum()
+        for include in (False, True):
+            assert saved_bytes(loss, include) == memory.saved_bytes(loss, include_parameters=include)
+        print("saved_bytes agrees with minitorch.memory.saved_bytes on these graphs")
+        """,
+    )
+
+
+def timeline_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 2. Forward rises, backward falls
+
+        `track(timeline=True)` records every allocation and release inside a block. Here is one
+        training step of a 12-block MLP: during the forward pass each block allocates an
+        activation that the graph keeps (blue, rising); backward (orange) allocates gradients
+        and frees each node's saved tensors once the node has run, so memory falls back. What
+        stays after the step is the parameters' `.grad`.
+        """
+    )
+    b.code(
+        """
+        model = deep_mlp(12, 64)
+        x = minitorch.randn(256, 64, dtype=torch.float64)
+        with track(timeline=True) as mem:
+            loss = model(x).pow(2).mean()
+            after_forward = mem.current_bytes
+            loss.backward()
+        print(mem.summary())
+        print("held by the graph after forward:", kib(after_forward - mem.start_bytes))
+        print("left after the step (the gradients):", kib(mem.end_bytes - mem.start_bytes))
+        memory.plot_timeline(mem, title="one training step of a 12-block MLP")
+        plt.show()
+        """
+    )
+    b.md(
+        """
+        On a GPU the same accounting runs on the GPU's storages, and `summary()` adds PyTorch's
+        own peak, `torch.cuda.max_memory_allocated()`, which also counts PyTorch's temporaries
+        and rounds every block up to 512 bytes:
+        """
+    )
+    b.code(
+        """
+        if torch.cuda.is_available():
+            gpu_model = deep_mlp(12, 64).to("cuda")
+            with track() as gpu:
+                gpu_model(x.to("cuda")).pow(2).mean().backward()
+            print(gpu.summary())
+            del gpu_model
+        else:
+            print("no CUDA device here: minitorch's own figures only")
+        """
+    )
+
+
+def lifetime_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 3. How long the graph lives
+
+        The saved tensors live exactly as long as the graph needs them:
+
+        - **`backward()` frees them**, node by node (that is why a second backward raises);
+        - **`retain_graph=True`** keeps them for another backward;
+        - the graph itself lives as long as **something refers to its output** (`loss`, or any
+          tensor computed from it): a forgotten reference keeps every saved activation alive.
+
+        Measured on the same model:
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        model = deep_mlp(6, 64)
+        x = minitorch.randn(128, 64, dtype=torch.float64)
+        loss = mem = None  # drop the graph of the previous section, which holds its model
+        states = {}
+        start = live_bytes()
+        loss = model(x).pow(2).mean()
+        states["after forward (loss alive)"] = live_bytes() - start, memory.saved_bytes(loss)
+        loss.backward(retain_graph=True)
+        states["after backward(retain_graph=True)"] = live_bytes() - start, memory.saved_bytes(loss)
+        loss.backward()
+        states["after a second backward()"] = live_bytes() - start, memory.saved_bytes(loss)
+        model.zero_grad()
+        loss = model(x).pow(2).mean()
+        del loss
+        states["forward, then del loss"] = live_bytes() - start, 0
+        for state, (alive, saved) in states.items():
+            print(f"{state:36} allocated {kib(alive)}, saved by the graph {kib(saved)}")
+        """
+    )
+    b.md(
+        """
+        After backward what remains is the gradients (one per parameter); after `del loss`
+        nothing remains: no reference, no graph, no saved tensors. `saved_bytes` also counts
+        the input `x`, which the first `Linear` saves but which existed before the forward
+        pass: that is why it can exceed what the forward pass allocated.
+        """
+    )
+
+
+def grad_modes_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 4. Not recording at all: `no_grad`, `inference_mode`, `detach`, `.item()`
+
+        When no gradient is needed (evaluation, metrics, logging), do not build the graph:
+
+        - `with minitorch.no_grad():` records nothing, so ops save nothing and each
+          intermediate dies as soon as the next op has used it;
+        - `with minitorch.inference_mode():` does the same and also marks the results as
+          inference tensors, which can never enter a graph later;
+        - `t.detach()` is a new tensor sharing `t`'s storage, cut from the graph; it does not
+          undo the recording that already happened;
+        - `t.item()` turns a one-element tensor into a Python number, which holds no graph.
+
+        Beware of look-alikes: `model.eval()` changes layers such as dropout but still records,
+        and `torch.no_grad()` is PyTorch's switch, not minitorch's. The peak of one forward pass:
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        model = deep_mlp(8, 64)
+        x = minitorch.randn(256, 64, dtype=torch.float64)
+
+
+        def peak_of(run):
+            # Bytes allocated at the peak of run(), on top of what was alive before.
+            gc.collect()
+            with track() as mem:
+                run()
+            return mem.peak_bytes - mem.start_bytes
+
+
+        def forward_in(context):
+            def run():
+                with context:
+                    return model(x).pow(2).mean().item()
+
+            return run
+
+
+        peaks = {
+            "grad mode on": peak_of(forward_in(contextlib.nullcontext())),
+            "torch.no_grad() (PyTorch's)": peak_of(forward_in(torch.no_grad())),
+            "minitorch.no_grad()": peak_of(forward_in(minitorch.no_grad())),
+            "minitorch.inference_mode()": peak_of(forward_in(minitorch.inference_mode())),
+        }
+        model.eval()
+        peaks["model.eval()"] = peak_of(forward_in(contextlib.nullcontext()))
+        model.train()
+        for name, peak in peaks.items():
+            print(f"{name:30} peak {kib(peak)}")
+        """
+    )
+    b.code(
+        """
+        fig, ax = plt.subplots(figsize=(7, 2.8))
+        ax.barh(list(peaks), [p / 1024 for p in peaks.values()], color="tab:blue")
+        ax.invert_yaxis()
+        ax.set_xlabel("peak of one forward pass (KiB, measured)")
+        plt.show()
+        """
+    )
+
+
+def leaks_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 5. The classic leaks
+
+        A memory leak in a training loop is a reference that outlives its iteration and keeps a
+        graph (or just tensors) alive. The usual culprits:
+
+        - `total_loss += loss`: `total_loss` becomes a tensor whose graph reaches every
+          iteration's loss;
+        - `history.append(output)` or `losses.append(loss)`: each stored tensor keeps its own
+          graph, and its saved activations while backward has not freed them;
+        - validation without `no_grad`: its graph is never backwarded, so its saved activations
+          stay as long as the loss tensor does.
+
+        The loop below has all three. Memory after each iteration, measured:
+        """
+    )
+    b.code(
+        """
+        def leaky_epoch(model, optimizer, batches, x_val, y_val):
+            total = 0.0
+            validation = []
+            for x, y in batches:
+                optimizer.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+                total += loss  # a tensor: its graph reaches every iteration
+                validation.append(((model(x_val) - y_val) ** 2).mean())  # graph and all
+            return total / len(batches), validation
+
+
+        def make_training(n_batches, seed=0):
+            minitorch.manual_seed(seed)
+            model = nn.Sequential(
+                nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1)
+            ).double()
+            optimizer = minitorch.optim.SGD(model.parameters(), lr=0.05)
+            batches = [
+                (minitorch.randn(16, 8, dtype=torch.float64), minitorch.randn(16, 1, dtype=torch.float64))
+                for _ in range(n_batches)
+            ]
+            x_val = minitorch.randn(128, 8, dtype=torch.float64)
+            y_val = minitorch.randn(128, 1, dtype=torch.float64)
+            return model, optimizer, batches, x_val, y_val
+
+
+        def memory_after_each_count(epoch, counts):
+            held = []
+            for n in counts:
+                model, optimizer, batches, x_val, y_val = make_training(n)
+                start = live_bytes()
+                result = epoch(model, optimizer, batches, x_val, y_val)
+                held.append(live_bytes() - start)
+                del result
+            return held
+
+
+        counts = [1, 2, 4, 8]
+        leaky = memory_after_each_count(leaky_epoch, counts)
+        print("leaky loop, bytes left after n batches:", dict(zip(counts, leaky)))
+        """
+    )
+    b.exercise(
+        "ex2_train_epoch",
+        """
+        ### Exercise 2 (3 points): a training loop that does not leak
+
+        Write `train_epoch(model, optimizer, batches, x_val, y_val)`, which does what
+        `leaky_epoch` does without its leaks. For each `(x, y)` in `batches`: zero the
+        gradients, compute the mean squared error of `model(x)` against `y`, backward,
+        `optimizer.step()`, then the validation loss (mean squared error of `model(x_val)`
+        against `y_val`). Return `(mean training loss, list of validation losses)`, all
+        **Python floats**.
+
+        The grader measures memory while your loop runs and after it returns (holding what it
+        returned): on 6 batches, neither may exceed what it is on 1 batch.
+        """,
+        """
+        model, optimizer, batches, x_val, y_val = make_training(4)
+        mean, validation = train_epoch(model, optimizer, batches, x_val, y_val)
+        assert type(mean) is float, f"the mean training loss must be a float, not {type(mean).__name__}"
+        assert len(validation) == 4 and all(type(v) is float for v in validation), "one float per batch"
+        fixed = memory_after_each_count(train_epoch, counts)
+        print("your loop, bytes left after n batches:", dict(zip(counts, fixed)))
+        assert max(fixed) <= fixed[0], "memory grows with the number of batches"
+        """,
+    )
+    b.code(
+        """
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.plot(counts, [v / 1024 for v in leaky], "o-", color="tab:red", label="leaky_epoch")
+        ax.plot(counts, [v / 1024 for v in fixed], "o-", color="tab:green", label="train_epoch")
+        ax.set_xlabel("batches in the epoch")
+        ax.set_ylabel("KiB left allocated (measured)")
+        ax.legend()
+        plt.show()
+        """
+    )
+    b.exercise(
+        "ex3_evaluate",
+        """
+        ### Exercise 3 (2 points): evaluation without a graph
+
+        Write `evaluate(model, batches)`: the mean over `batches` of each batch's mean squared
+        error `((model(x) - y) ** 2).mean()`, as a Python float, **recording no graph**. Grad
+        mode must be as it was when `evaluate` returns (use a `with` block). The grader measures
+        your function's peak against evaluation without a graph, checks that nothing is left
+        allocated afterwards and that no parameter got a `.grad`.
+        """,
+        """
+        model = deep_mlp(8, 64)
+        batches = [
+            (minitorch.randn(256, 64, dtype=torch.float64), minitorch.randn(256, 64, dtype=torch.float64))
+            for _ in range(2)
+        ]
+        value = evaluate(model, batches)
+        assert type(value) is float, f"return a Python float, not {type(value).__name__}"
+        assert minitorch.is_grad_enabled(), "grad mode must be on again after evaluate"
+        with_graph = peak_of(lambda: [((model(x) - y) ** 2).mean().item() for x, y in batches])
+        yours = peak_of(lambda: evaluate(model, batches))
+        print(f"peak with a graph {kib(with_graph)}, yours {kib(yours)}")
+        assert yours < with_graph / 2, "your evaluation still records a graph"
+        """,
+    )
+
+
+def checkpoint_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 6. Gradient checkpointing: memory for recomputation
+
+        Between forward and backward a network of n layers holds n activations. **Gradient
+        checkpointing** keeps only a few of them, the inputs of some *segments*, and runs a
+        segment's forward again during backward, when its activations are needed. Gradients are
+        identical; the price is one more forward pass.
+
+        With n layers cut into s segments, forward keeps the s inputs, and backward recomputes
+        one segment at a time (n / s activations): about s + n / s activations at once, which
+        is smallest for s near the square root of n. Memory grows as the **square root** of the
+        depth instead of linearly.
+
+        `minitorch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)` follows
+        PyTorch's `torch.utils.checkpoint.checkpoint`. Timeline of
+        the step from section 2, checkpointed in 4 segments of 3 blocks: the forward rises less,
+        and backward shows four bumps, one per recomputed segment.
+        """
+    )
+    b.code(
+        """
+        model = deep_mlp(12, 64)
+        x = minitorch.randn(256, 64, dtype=torch.float64)
+        segments = [nn.Sequential(*list(model)[i : i + 3]) for i in range(0, 12, 3)]
+        with track(timeline=True) as checkpointed:
+            h = x
+            for segment in segments:
+                h = minitorch.utils.checkpoint.checkpoint(segment, h, use_reentrant=False)
+            h.pow(2).mean().backward()
+            del h
+        model.zero_grad()
+        with track(timeline=True) as plain:
+            model(x).pow(2).mean().backward()
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
+        memory.plot_timeline(plain, ax=left, title="plain")
+        memory.plot_timeline(checkpointed, ax=right, title="checkpointed, 4 segments")
+        plt.show()
+        plain_peak = plain.peak_bytes - plain.start_bytes
+        checkpointed_peak = checkpointed.peak_bytes - checkpointed.start_bytes
+        print(f"peak: plain {kib(plain_peak)}, checkpointed {kib(checkpointed_peak)}")
+        """
+    )
+    b.md(
+        """
+        How can backward run a forward pass again? A custom `Function` decides what it saves.
+        Its `forward` runs with recording **off** (as you saw in notebook 1), so whatever `fn`
+        computes inside it builds no graph and saves nothing: only what `forward` passes to
+        `ctx.save_for_backward` stays. Its `backward` may record and differentiate a graph of
+        its own.
+        """
+    )
+    b.exercise(
+        "ex4_checkpoint",
+        """
+        ### Exercise 4 (5 points): checkpoint, written as a Function
+
+        Complete the `Function` `Checkpoint`, so that `checkpoint(fn, *inputs)` returns
+        `fn(*inputs)` (one tensor) while keeping only `inputs` for backward:
+
+        - `forward(ctx, fn, *inputs)`: remember `fn` on `ctx`, save the inputs, return
+          `fn(*inputs)`;
+        - `backward(ctx, grad)`: make fresh leaves from the saved inputs (`x.detach()`, then
+          `requires_grad_(x.requires_grad)`: the recomputed graph must end there, not continue
+          into the outer graph), run `fn` on them again **under `minitorch.enable_grad()`**
+          (backward runs with grad mode off), backward through the result with `grad` (this
+          also accumulates into the parameters `fn` uses), and return one gradient per
+          argument of `forward`: `None` for `fn`, then each fresh leaf's `.grad`.
+
+        The grader runs a 16-block MLP as 4 checkpointed segments and checks identical gradients
+        (parameters and input) and a lower measured peak than without checkpointing.
+        """,
+        """
+        model = deep_mlp(8, 32)
+        x = minitorch.randn(64, 32, dtype=torch.float64, requires_grad=True)
+        first, second = nn.Sequential(*list(model)[:4]), nn.Sequential(*list(model)[4:])
+        second(first(x)).sum().backward()
+        expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+        model.zero_grad()
+        x.grad = None
+        out = checkpoint(second, checkpoint(first, x))
+        assert out.grad_fn is not None, "checkpoint must return a tensor with a grad_fn"
+        out.sum().backward()
+        got = [p.grad for p in model.parameters()] + [x.grad]
+        assert all(g is not None for g in got), "some parameter or the input got no gradient"
+        for g, e in zip(got, expected):
+            assert same(g, e), "the gradients differ from the plain model's"
+        print("gradients identical to the plain model")
+        """,
+    )
+
+
+def segments_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 7. How many segments?
+
+        `checkpoint_sequential(model, segments, x, use_reentrant=False)` cuts an `nn.Sequential`
+        into `segments` chunks of `len(model) // segments` layers and checkpoints every chunk
+        but the last, which runs normally. The s + n / s estimate is a guide; what counts is
+        the measured peak, which also includes the gradients and the temporaries of backward.
+        """
+    )
+    b.exercise(
+        "ex5_best_segments",
+        """
+        ### Exercise 5 (3 points): choose the segments by measuring
+
+        Write `best_segments(model, x)`: the number of segments, from 1 to `len(model)`, for
+        which `checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()`
+        has the **lowest peak**, measured with `track()` (`peak_bytes - start_bytes`). Reset the
+        gradients with `model.zero_grad()` before each measurement, so that every run starts
+        alike; on ties, return the fewest segments (less recomputation). The grader measures
+        every choice itself and checks that yours is the best.
+        """,
+        """
+        model = deep_mlp(6, 32)
+        x = minitorch.randn(128, 32, dtype=torch.float64)
+        choice = best_segments(model, x)
+        assert isinstance(choice, int) and 1 <= choice <= 6, f"from 1 to 6 segments, not {choice!r}"
+        print("best number of segments for 6 blocks:", choice)
+        """,
+    )
+    b.code(
+        """
+        model = deep_mlp(12, 32)
+        x = minitorch.randn(128, 32, dtype=torch.float64)
+
+
+        def checkpointed_step(segments):
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+
+
+        measured = []
+        for s in range(1, 13):
+            model.zero_grad()
+            measured.append(peak_of(lambda s=s: checkpointed_step(s)))
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.plot(range(1, 13), [p / 1024 for p in measured], "o-")
+        ax.axvline(math.sqrt(12), color="0.6", linestyle="--", label="sqrt(12)")
+        ax.set_xlabel("segments (12 blocks)")
+        ax.set_ylabel("peak KiB (measured)")
+        ax.legend()
+        plt.show()
+        """
+    )
+    b.md(
+        """
+        From 7 segments on, every checkpointed chunk is a single block: a block's input is
+        exactly what the block would have saved, so checkpointing it saves nothing, while the
+        last chunk grows. The best choice depends on the model: measure it.
+        """
+    )
+
+
+def micro_batches_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 8. Micro-batches: a big batch in small pieces
+
+        The activations grow with the batch size. Gradients add up (notebook 2), so a big batch
+        can run as k micro-batches, each with its own forward and backward, its graph freed
+        before the next: the gradient is the same (weight each micro-batch's mean loss by its
+        share of the batch) and the peak is that of one micro-batch. Measured peak of one step
+        per micro-batch size:
+        """
+    )
+    b.code(
+        """
+        model = nn.Sequential(
+            nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 4)
+        ).double()
+        inputs = minitorch.randn(96, 16, dtype=torch.float64)
+        targets = minitorch.randn(96, 4, dtype=torch.float64)
+        loss_fn = nn.MSELoss()
+        sizes = [1, 2, 4, 8, 16, 32, 64, 96]
+        step_peaks = []
+        for size in sizes:
+            model.zero_grad()
+            step_peaks.append(peak_of(lambda n=size: loss_fn(model(inputs[:n]), targets[:n]).backward()))
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.plot(sizes, [p / 1024 for p in step_peaks], "o-")
+        ax.set_xlabel("micro-batch size")
+        ax.set_ylabel("peak KiB of one step (measured)")
+        plt.show()
+        """
+    )
+    b.md(
+        """
+        The line does not start at 0: the gradients and some temporaries cost the same for any
+        size. One more detail matters for a budget: the first backward *creates* the `.grad`
+        tensors, near its end, while later ones add into `.grad` tensors that exist from the
+        start of the step. The same micro-batch, measured both ways:
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        model.zero_grad()
+        no_gradients_yet = peak_of(lambda: loss_fn(model(inputs[:8]), targets[:8]).backward())
+        gradient_bytes = memory.storage_bytes([p.grad for p in model.parameters()])
+        gradients_there = peak_of(lambda: loss_fn(model(inputs[:8]), targets[:8]).backward())
+        print(f"no .grad yet:      peak {kib(no_gradients_yet)} above the start")
+        print(
+            f".grad already there: peak {kib(gradients_there)} above a start that holds"
+            f" {kib(gradient_bytes)} of .grad: {kib(gradients_there + gradient_bytes)} in all"
+        )
+        """
+    )
+    b.exercise(
+        "ex6_step_within_budget",
+        """
+        ### Exercise 6 (3 points): a training step under a memory budget
+
+        Write `step_within_budget(model, loss_fn, inputs, targets, budget)`: leave in every
+        parameter's `.grad` the gradient of `loss_fn(model(inputs), targets)` (a mean over the
+        batch), while memory never exceeds what it was when the call started by more than
+        `budget` bytes. The grader measures your call with `track()` and picks budgets that the
+        full batch exceeds.
+
+        Open one `track()` block around the whole call: its `start_bytes` is where the budget
+        starts, and `peak_bytes` of a nested `track()` block is a peak counted the same way.
+        Reset the gradients, run one probe step (it creates the gradients), then measure the
+        peak of a step on `inputs[:1]` and on `inputs[:2]`: the difference is the cost of one
+        sample, and the largest micro-batch size that fits follows. Reset the gradients again,
+        then run the micro-batches (`inputs.split(size)`), weighting each mean loss by
+        `len(x) / len(inputs)`.
+        """,
+        """
+        model.zero_grad()
+        loss_fn(model(inputs), targets).backward()
+        expected = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        budget = step_peaks[3]  # what a micro-batch of 8 needed
+        with track() as mem:
+            step_within_budget(model, loss_fn, inputs, targets, budget)
+        print(f"budget {kib(budget)}, peak {kib(mem.peak_bytes - mem.start_bytes)}")
+        assert mem.peak_bytes - mem.start_bytes <= budget, "over the budget"
+        for p, e in zip(model.parameters(), expected):
+            assert same(p.grad, e), "the gradients differ from the full batch's"
+        """,
+    )
+
+
+def bptt_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 9. Truncated backpropagation through time
+
+        A recurrent network unrolled over T steps records T copies of its cell: the graph, and
+        its memory, grows with the length of the sequence. **Truncated BPTT** backwards every k
+        steps and then cuts the graph with `h = h.detach()`: the hidden state carries its
+        *value* on, but gradients stop at the cut. Memory is bounded by k steps; the gradient
+        ignores dependencies longer than k steps. Measured peak of full BPTT against truncated
+        (k = 8):
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        minitorch.manual_seed(0)
+        cell = nn.RNNCell(4, 32).double()
+
+
+        def full_bptt(xs, targets, h):
+            loss = 0.0
+            for t in range(len(xs)):
+                h = cell(xs[t], h)
+                loss = loss + ((h - targets[t]) ** 2).mean()
+            loss.backward()
+
+
+        def truncated(xs, targets, h, k=8):
+            loss = 0.0
+            for t in range(len(xs)):
+                h = cell(xs[t], h)
+                loss = loss + ((h - targets[t]) ** 2).mean()
+                if (t + 1) % k == 0:
+                    loss.backward()
+                    loss, h = 0.0, h.detach()
+
+
+        lengths = [8, 16, 32, 64]
+        bptt_peaks = {"full": [], "truncated, k=8": []}
+        for T in lengths:
+            xs = minitorch.randn(T, 16, 4, dtype=torch.float64)
+            targets = minitorch.randn(T, 16, 32, dtype=torch.float64)
+            h0 = minitorch.zeros(16, 32, dtype=torch.float64)
+            for name, run in (("full", full_bptt), ("truncated, k=8", truncated)):
+                cell.zero_grad()
+                bptt_peaks[name].append(peak_of(lambda f=run, xs=xs, ts=targets, h=h0: f(xs, ts, h)))
+        for name, peaks in bptt_peaks.items():
+            print(f"{name:15}", ", ".join(f"T={T}: {p / 1024:.1f} KiB" for T, p in zip(lengths, peaks)))
+        """
+    )
+    b.code(
+        """
+        fig, ax = plt.subplots(figsize=(7, 3))
+        for name, peaks in bptt_peaks.items():
+            ax.plot(lengths, [p / 1024 for p in peaks], "o-", label=name)
+        ax.set_xlabel("sequence length T")
+        ax.set_ylabel("peak KiB (measured)")
+        ax.legend()
+        plt.show()
+        """
+    )
+    b.exercise(
+        "ex7_truncated_bptt",
+        """
+        ### Exercise 7 (3 points): truncated BPTT
+
+        Write `truncated_bptt(cell, xs, targets, h0, k)`. Starting from `h = h0`, step
+        `h = cell(xs[t], h)` along the sequence; the loss of step t is
+        `((h - targets[t]) ** 2).mean()`. Reset the cell's gradients to None first. After every
+        k steps, **and after the last step** (the last chunk may be shorter), backward the sum
+        of the chunk's losses and cut the graph with `detach`. Return the sum of all the step
+        losses as a Python float; the gradients stay in the cell's parameters.
+
+        The grader compares losses and gradients with the reference for several lengths and k,
+        and checks that the peak does not grow with the length of the sequence.
+        """,
+        """
+        xs = minitorch.randn(12, 16, 4, dtype=torch.float64)
+        targets = minitorch.randn(12, 16, 32, dtype=torch.float64)
+        h0 = minitorch.zeros(16, 32, dtype=torch.float64)
+        total = truncated_bptt(cell, xs, targets, h0, k=12)  # one chunk: plain BPTT
+        yours = [p.grad.clone() for p in cell.parameters()]
+        cell.zero_grad()
+        full_bptt(xs, targets, h0)
+        for g, e in zip(yours, cell.parameters()):
+            assert same(g, e.grad), "with k = T, the gradients must be those of full BPTT"
+        assert type(total) is float, "return a Python float"
+        short = peak_of(lambda: truncated_bptt(cell, xs[:8], targets[:8], h0, k=4))
+        long = peak_of(lambda: truncated_bptt(cell, xs, targets, h0, k=4))
+        print(f"peak on 8 steps {kib(short)}, on 12 steps {kib(long)}")
+        assert long <= 1.15 * short + 2048, "memory grows with the sequence"
+        """,
+    )
+
+
+def hooks_section(b: Builder) -> None:
+    b.md(
+        """
+        ## 10. Saved-tensor hooks: choose how saved tensors are stored
+
+        `with saved_tensors_hooks(pack, unpack):` changes what the graph keeps: whenever an op
+        saves a tensor, the graph stores `pack(tensor)` instead, and backward calls `unpack` on
+        it to get a tensor back. `minitorch.autograd.graph.save_on_cpu()` uses this to keep
+        saved tensors in host memory while the GPU computes; `checkpoint` uses it to keep
+        nothing at all. Packing every saved tensor to **half precision** (float16, 2 bytes per
+        number) looks like an easy way to halve the saved bytes. Measured:
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        def naive_pack(tensor):
+            return tensor.dtype, tensor.half()
+
+
+        def naive_unpack(packed):
+            dtype, half = packed
+            return half.to(dtype)
+
+
+        model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 8))
+        x = minitorch.randn(512, 16)
+        plain = memory.saved_bytes(model(x).pow(2).mean())
+        packed_ids = []
+
+
+        def counting_pack(tensor):
+            packed_ids.append(id(tensor))
+            return naive_pack(tensor)
+
+
+        with saved_tensors_hooks(counting_pack, naive_unpack):
+            loss = model(x).pow(2).mean()
+        print(f"saved without hooks {kib(plain)}, with naive half hooks {kib(memory.saved_bytes(loss))}")
+        print(f"{len(packed_ids)} saves of {len(set(packed_ids))} distinct tensors")
+        """
+    )
+    b.md(
+        """
+        Compare the two figures. Why so close? `pack` runs **once per save** (count the saves
+        and the distinct tensors above): a `Tanh` output, saved by the `Tanh` node and by the
+        next `Linear`, becomes two half copies, together as big as the original they replace.
+        And the weights, saved by every `Linear`, were not counted before (parameters are
+        alive anyway), but their copies are new memory. Half precision also changes the
+        numbers: float16 keeps about 3 significant digits, enough for saved activations, as
+        the gradient check of the exercise below measures.
+        """
+    )
+    b.exercise(
+        "ex8_half_precision_hooks",
+        """
+        ### Exercise 8 (3 points): half-precision storage that really halves
+
+        Write `half_precision_hooks()`, returning `saved_tensors_hooks(pack, unpack)` for two
+        functions you define inside it:
+
+        - `pack` keeps a **leaf** (a parameter or an input) as it is; any other tensor becomes
+          one float16 copy, made the first time that tensor is packed and **reused** when it is
+          packed again. Remember tensors in a dict by `id(tensor)`, together with a
+          `weakref.ref(tensor)` to check it is still the same tensor (an id is reused once its
+          tensor dies). Never keep a strong reference to the original: that would keep it alive;
+        - `unpack` gives backward the tensor back in its **original dtype**.
+
+        The grader measures, on float32 and float64 MLPs, the saved bytes and the memory the
+        graph holds: at most 0.6x of those without hooks, with gradients within a relative
+        error of 1e-2.
+        """,
+        """
+        with half_precision_hooks():
+            loss = model(x).pow(2).mean()
+        halved = memory.saved_bytes(loss)
+        print(f"saved without hooks {kib(plain)}, with yours {kib(halved)}")
+        assert halved <= 0.6 * plain, f"{halved / plain:.2f}x of the saved bytes, at most 0.6x expected"
+        loss.backward()
+        with_hooks = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).pow(2).mean().backward()
+        for g, p in zip(with_hooks, model.parameters()):
+            error = ((g - p.grad).norm() / p.grad.norm()).item()
+            assert g.dtype == p.dtype and error < 1e-2, f"relative gradient error {error:.3g}"
+        """,
+    )
+    b.md(
+        """
+        Half precision can also hold the **parameters** themselves: `model.half()` halves
+        their storage (measured below). Training entirely in float16 loses small updates and
+        can overflow, which is why mixed-precision training keeps a float32 copy of the weights
+        and scales the loss; storing only the saved activations in half precision, as in
+        exercise 8, is the gentler trade.
+        """
+    )
+    b.code(
+        """
+        # NBVAL_CHECK_OUTPUT
+        for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+            model.to(dtype)
+            print(f"parameters in {str(dtype):15} {kib(memory.storage_bytes(model.parameters()))}")
+        model.float()
+        """
+    )
+
+
+def summary(b: Builder) -> None:
+    b.md(
+        """
+        ## Summary
+
+        - An op saves what its local derivative needs: inputs (`mul`, `matmul`, `sin`), its
+          result (`exp`, `tanh`, `relu`) or nothing (`add`, `sum`). In a network that means one
+          activation per layer; count **storages**, each once.
+        - Memory rises through the forward pass and falls through backward, which frees saved
+          tensors node by node. `retain_graph=True` and any reference to an output keep them.
+        - Record nothing you will not differentiate: `no_grad` / `inference_mode` for
+          evaluation, `.item()` for logging; `model.eval()` and `detach()` afterwards do not
+          stop the recording.
+        - Leaks are references that outlive their iteration: running totals of loss tensors,
+          stored outputs, validation graphs.
+        - Checkpointing keeps segment inputs and recomputes the rest: about the square root of
+          the depth in memory for one more forward pass. Measure to choose the segments.
+        - Micro-batches bound the peak by the micro-batch size with the same gradient;
+          truncated BPTT bounds it by k steps, changing the gradient on purpose.
+        - Saved-tensor hooks decide how saved tensors are stored: offloaded, recomputed or in
+          half precision; pack each tensor once and keep no reference to the original.
+        """
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# Executing, writing, checking
+# -------------------------------------------------------------------------------------------------
+def execute(nb: nbformat.NotebookNode) -> float:
+    """Run the notebook in a fresh kernel (repository root on PYTHONPATH); return seconds."""
+    from nbclient import NotebookClient
+
+    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    start = time.perf_counter()
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+    )
+    client.execute()
+    return time.perf_counter() - start
+
+
+def keep_checked_outputs(nb: nbformat.NotebookNode) -> None:
+    """Drop outputs and execution counts except in the cells nbval compares (nbval needs both:
+    it refuses a stored output whose cell has no execution count)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not cell.source.startswith(CHECK_OUTPUT):
+            cell.execution_count = None
+            cell.outputs = []
+    nb.metadata = build_notebook().metadata
+
+
+def without_outputs(nb: nbformat.NotebookNode) -> list[dict]:
+    """The cells' sources and metadata: what the generator decides, not what running produced."""
+    return [
+        {"id": c.get("id"), "type": c.cell_type, "source": c.source, "metadata": dict(c.metadata)}
+        for c in nb.cells
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the notebook drifted")
+    args = parser.parse_args()
+    built = build_notebook()
+    if args.check:
+        committed = nbformat.read(NOTEBOOK, as_version=4)
+        same = without_outputs(built) == without_outputs(committed)
+        print("up to date" if same else f"{NOTEBOOK} differs from the generator: rebuild it")
+        return 0 if same else 1
+    NOTEBOOK.parent.mkdir(parents=True, exist_ok=True)
+    seconds = execute(built)
+    keep_checked_outputs(built)
+    nbformat.validate(built)
+    nbformat.write(built, NOTEBOOK)
+    print(f"wrote {NOTEBOOK.relative_to(REPO_ROOT)} (executed in {seconds:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

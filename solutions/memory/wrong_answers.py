@@ -1,0 +1,533 @@
+"""Plausible wrong answers to notebook 4's exercises: classic memory mistakes the graders must
+reject.
+
+`WRONG_ANSWERS[grade_id]` lists `WrongAnswer(name, source, why)`; `source` is a complete
+replacement for that exercise's solution cell (it defines the same names and may use what the
+notebook's setup cell defined: `torch`, `minitorch`, `nn`, `weakref`, `saved_tensors`,
+`saved_tensors_hooks`, `track`, `checkpoint_sequential`, `ACCUMULATE_GRAD`).
+
+No graded cell uses another exercise's answer, so each wrong answer costs only its own
+exercise (a test checks this).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class WrongAnswer(NamedTuple):
+    name: str
+    source: str
+    why: str
+
+
+_CHECKPOINT_TAIL = """
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+"""
+
+_BPTT_HEAD = """\
+def truncated_bptt(cell, xs, targets, h0, k):
+    cell.zero_grad()
+    h = h0
+    total = 0.0
+    chunk_loss = 0.0
+    for t in range(len(xs)):
+"""
+
+_BUDGET_HEAD = """\
+def step_within_budget(model, loss_fn, inputs, targets, budget):
+    def peak(size):
+        with track() as mem:
+            loss_fn(model(inputs[:size]), targets[:size]).backward()
+        return mem.peak_bytes
+
+    with track() as call:
+        model.zero_grad()
+        peak(1)
+        one, two = peak(1), peak(2)
+        per_sample = two - one
+        size = max(1, min(len(inputs), (call.start_bytes + budget - one) // per_sample + 1))
+"""
+
+WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_saved_bytes": [
+        WrongAnswer(
+            "bytes_per_saved_tensor",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    total = 0
+    seen, to_visit = {t.grad_fn}, [t.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        for _, saved in saved_tensors(node):
+            if include_parameters or not (saved.is_leaf and saved.requires_grad):
+                total += saved.nbytes
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                to_visit.append(child)
+    return total
+""",
+            "adds each saved tensor's own bytes: a tensor saved twice, or views of one "
+            "storage, are counted several times",
+        ),
+        WrongAnswer(
+            "parameters_always_counted",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    sizes = {}
+    seen, to_visit = {t.grad_fn}, [t.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        for _, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes()
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                to_visit.append(child)
+    return sum(sizes.values())
+""",
+            "ignores include_parameters: the parameters' storages are always counted",
+        ),
+        WrongAnswer(
+            "output_node_only",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    sizes, parameters = {}, set()
+    for _, saved in saved_tensors(t.grad_fn):
+        storage = saved.untyped_storage()
+        sizes[storage.data_ptr()] = storage.nbytes()
+        if saved.is_leaf and saved.requires_grad:
+            parameters.add(storage.data_ptr())
+    return sum(n for p, n in sizes.items() if include_parameters or p not in parameters)
+""",
+            "looks only at what the output's own node saved, not at the whole graph",
+        ),
+        WrongAnswer(
+            "data_ptr_of_each_view",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    sizes, parameters = {}, set()
+    seen, to_visit = {t.grad_fn}, [t.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        if node.name() == ACCUMULATE_GRAD:
+            parameters.add(node.variable.data_ptr())
+        for _, saved in saved_tensors(node):
+            sizes[saved.data_ptr()] = saved.nbytes
+            if saved.is_leaf and saved.requires_grad:
+                parameters.add(saved.data_ptr())
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                to_visit.append(child)
+    return sum(n for p, n in sizes.items() if include_parameters or p not in parameters)
+""",
+            "identifies a storage by the tensor's data_ptr(): views that start elsewhere in the "
+            "same storage are counted again, with their own size",
+        ),
+    ],
+    "ex2_train_epoch": [
+        WrongAnswer(
+            "validation_loss_tensors_kept",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    total = 0.0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        validation.append(((model(x_val) - y_val) ** 2).mean())
+    return total / len(batches), [v.item() for v in validation]
+""",
+            "keeps every validation loss tensor, and with it the whole validation graph and its "
+            "saved activations, until the end of the epoch",
+        ),
+        WrongAnswer(
+            "detach_in_the_wrong_place",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    total = 0.0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        validation.append(((model(x_val).detach() - y_val) ** 2).mean())
+    return total / len(batches), validation
+""",
+            "detaches the validation output but keeps the loss tensors: memory grows with every "
+            "batch, and the losses are tensors instead of floats",
+        ),
+        WrongAnswer(
+            "no_grad_around_training",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    total = 0.0
+    validation = []
+    with minitorch.no_grad():
+        for x, y in batches:
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            validation.append(((model(x_val) - y_val) ** 2).mean().item())
+    return total / len(batches), validation
+""",
+            "no_grad around the training step too: nothing to backward through",
+        ),
+    ],
+    "ex3_evaluate": [
+        WrongAnswer(
+            "eval_mode_only",
+            """\
+def evaluate(model, batches):
+    model.eval()
+    losses = [((model(x) - y) ** 2).mean().item() for x, y in batches]
+    return sum(losses) / len(losses)
+""",
+            "model.eval() changes layers such as dropout; the forward still records a graph",
+        ),
+        WrongAnswer(
+            "pytorch_no_grad",
+            """\
+def evaluate(model, batches):
+    losses = []
+    with torch.no_grad():
+        for x, y in batches:
+            losses.append(((model(x) - y) ** 2).mean().item())
+    return sum(losses) / len(losses)
+""",
+            "torch.no_grad() is PyTorch's switch: minitorch still records",
+        ),
+        WrongAnswer(
+            "detach_output",
+            """\
+def evaluate(model, batches):
+    losses = []
+    for x, y in batches:
+        out = model(x).detach()
+        losses.append(((out - y) ** 2).mean().item())
+    return sum(losses) / len(losses)
+""",
+            "detach after the forward: the graph (and its saved tensors) was already built",
+        ),
+        WrongAnswer(
+            "grad_mode_left_off",
+            """\
+def evaluate(model, batches):
+    minitorch.set_grad_enabled(False)
+    losses = [((model(x) - y) ** 2).mean().item() for x, y in batches]
+    return sum(losses) / len(losses)
+""",
+            "switches grad mode off for good: the training that follows records nothing",
+        ),
+    ],
+    "ex4_checkpoint": [
+        WrongAnswer(
+            "saves_activations_anyway",
+            """\
+class Checkpoint(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.inputs = [x.detach().requires_grad_(x.requires_grad) for x in inputs]
+        with minitorch.enable_grad():
+            ctx.output = fn(*ctx.inputs)
+        return ctx.output.detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.output.backward(grad)
+        return (None, *[x.grad for x in ctx.inputs])
+"""
+            + _CHECKPOINT_TAIL,
+            "records fn's graph in forward and keeps it: right gradients, no memory saved",
+        ),
+        WrongAnswer(
+            "gradients_of_inputs_only",
+            """\
+class Checkpoint(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inputs = [x.detach().requires_grad_(x.requires_grad) for x in ctx.saved_tensors]
+        with minitorch.enable_grad():
+            output = ctx.fn(*inputs)
+        wanted = [x for x in inputs if x.requires_grad]
+        grads = iter(minitorch.autograd.grad(output, wanted, grad))
+        return (None, *[next(grads) if x.requires_grad else None for x in inputs])
+"""
+            + _CHECKPOINT_TAIL,
+            "autograd.grad with respect to the inputs only: the parameters used inside fn get "
+            "no gradient",
+        ),
+        WrongAnswer(
+            "recompute_without_enable_grad",
+            """\
+class Checkpoint(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inputs = [x.detach().requires_grad_(x.requires_grad) for x in ctx.saved_tensors]
+        output = ctx.fn(*inputs)
+        output.backward(grad)
+        return (None, *[x.grad for x in inputs])
+"""
+            + _CHECKPOINT_TAIL,
+            "recomputes with grad mode as backward leaves it (off): nothing to backward through",
+        ),
+    ],
+    "ex5_best_segments": [
+        WrongAnswer(
+            "most_segments",
+            """\
+def best_segments(model, x):
+    return len(model)
+""",
+            "one segment per layer: every layer's input is kept, and a one-layer segment saves "
+            "nothing",
+        ),
+        WrongAnswer(
+            "forward_peak_only",
+            """\
+def best_segments(model, x):
+    peaks = []
+    for segments in range(1, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            out = checkpoint_sequential(model, segments, x, use_reentrant=False)
+        peaks.append(mem.peak_bytes - mem.start_bytes)
+        del out
+    return 1 + peaks.index(min(peaks))
+""",
+            "measures the forward pass only: the recomputation in backward is left out",
+        ),
+        WrongAnswer(
+            "end_memory_not_peak",
+            """\
+def best_segments(model, x):
+    left = []
+    for segments in range(1, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        left.append(mem.end_bytes - mem.start_bytes)
+    return 1 + left.index(min(left))
+""",
+            "compares the memory left after backward (the same for every choice), not the peak",
+        ),
+    ],
+    "ex6_step_within_budget": [
+        WrongAnswer(
+            "full_batch",
+            """\
+def step_within_budget(model, loss_fn, inputs, targets, budget):
+    model.zero_grad()
+    loss_fn(model(inputs), targets).backward()
+""",
+            "one backward on the whole batch: over the budget",
+        ),
+        WrongAnswer(
+            "mean_of_micro_batch_means",
+            _BUDGET_HEAD
+            + """\
+        model.zero_grad()
+        chunks = list(zip(inputs.split(size), targets.split(size)))
+        for x, y in chunks:
+            (loss_fn(model(x), y) / len(chunks)).backward()
+""",
+            "divides by the number of micro-batches: wrong when the last one is smaller",
+        ),
+        WrongAnswer(
+            "one_backward_at_the_end",
+            _BUDGET_HEAD
+            + """\
+        model.zero_grad()
+        total = 0.0
+        for x, y in zip(inputs.split(size), targets.split(size)):
+            total = total + loss_fn(model(x), y) * (len(x) / len(inputs))
+        total.backward()
+""",
+            "adds up the micro-batch losses and backwards once: every micro-batch's graph is "
+            "alive at the end, as with the full batch",
+        ),
+        WrongAnswer(
+            "probe_gradients_kept",
+            _BUDGET_HEAD
+            + """\
+        for x, y in zip(inputs.split(size), targets.split(size)):
+            (loss_fn(model(x), y) * (len(x) / len(inputs))).backward()
+""",
+            "does not reset the gradients after the probes: they are added to the result",
+        ),
+    ],
+    "ex7_truncated_bptt": [
+        WrongAnswer(
+            "one_backward_at_the_end",
+            _BPTT_HEAD
+            + """\
+        h = cell(xs[t], h)
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0:
+            h = h.detach()
+    chunk_loss.backward()
+    return chunk_loss.item()
+""",
+            "detaches every k steps but backwards once at the end: the right gradients, but "
+            "the graph of the whole sequence is alive at once",
+        ),
+        WrongAnswer(
+            "detach_every_step",
+            _BPTT_HEAD
+            + """\
+        h = cell(xs[t], h.detach())
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0 or t + 1 == len(xs):
+            chunk_loss.backward()
+            total += chunk_loss.item()
+            chunk_loss = 0.0
+    return total
+""",
+            "detaches before every step: gradients flow back one step only",
+        ),
+        WrongAnswer(
+            "retain_graph_instead_of_detach",
+            _BPTT_HEAD
+            + """\
+        h = cell(xs[t], h)
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0 or t + 1 == len(xs):
+            chunk_loss.backward(retain_graph=True)
+            total += chunk_loss.item()
+            chunk_loss = 0.0
+    return total
+""",
+            "keeps the graph instead of cutting it: gradients flow into earlier chunks and "
+            "memory grows with the sequence",
+        ),
+        WrongAnswer(
+            "last_chunk_dropped",
+            _BPTT_HEAD
+            + """\
+        h = cell(xs[t], h)
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0:
+            chunk_loss.backward()
+            total += chunk_loss.item()
+            chunk_loss = 0.0
+            h = h.detach()
+    return total
+""",
+            "forgets the last, shorter chunk when the length is not a multiple of k",
+        ),
+    ],
+    "ex8_half_precision_hooks": [
+        WrongAnswer(
+            "one_copy_per_save",
+            """\
+def half_precision_hooks():
+    def pack(tensor):
+        return tensor.dtype, tensor.half()
+
+    def unpack(packed):
+        dtype, half = packed
+        return half.to(dtype)
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "a new copy for every save: a tensor saved by two ops gets two half copies (as "
+            "big as the original), and parameters get copies too",
+        ),
+        WrongAnswer(
+            "keeps_the_original",
+            """\
+def half_precision_hooks():
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        return tensor, tensor.half()
+
+    def unpack(packed):
+        if isinstance(packed, tuple):
+            return packed[1].to(packed[0].dtype)
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "returns the original tensor next to its copy: the graph keeps both",
+        ),
+        WrongAnswer(
+            "original_kept_in_the_cache",
+            """\
+def half_precision_hooks():
+    copies = {}
+
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        if id(tensor) not in copies:
+            copies[id(tensor)] = (tensor, tensor.dtype, tensor.half())
+        return copies[id(tensor)][1:]
+
+    def unpack(packed):
+        if isinstance(packed, tuple):
+            dtype, half = packed
+            return half.to(dtype)
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "the cache holds a strong reference to every original tensor: saved bytes look "
+            "halved, but the originals stay alive",
+        ),
+        WrongAnswer(
+            "unpack_stays_half",
+            """\
+def half_precision_hooks():
+    copies = {}
+
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        known = copies.get(id(tensor))
+        if known is None or known[0]() is not tensor:
+            known = (weakref.ref(tensor), tensor.half())
+            copies[id(tensor)] = known
+        return known[1]
+
+    def unpack(packed):
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "backward gets the float16 copies back: ops mix float16 with the model's dtype",
+        ),
+    ],
+}
