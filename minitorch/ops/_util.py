@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd import grad_mode
 from minitorch.tensor import Tensor
 
 
@@ -78,6 +79,27 @@ def unsqueeze_dims(grad: Tensor, dims: tuple[int, ...], ndim: int) -> Tensor:
         if d < ndim:
             grad = grad.unsqueeze(d)
     return grad
+
+
+# Fused ops: one backward formula, two ways to run it ------------------------------------------
+# A fused op (linear, cross-entropy, conv2d, an LSTM step) writes its backward formula once, with
+# what minitorch tensors and torch tensors share (`@`, `.t()`, `.sum()`, `lib.cat`, ...). Under
+# `create_graph=True` grad mode is on during backward and the formula runs on minitorch tensors, so
+# it is recorded and can be differentiated again; in a plain backward it runs directly on the
+# storage: the same numbers without per-op bookkeeping.
+def plain_backward() -> bool:
+    """True inside a backward that records nothing (the default, not create_graph)."""
+    return not grad_mode._state.grad_enabled
+
+
+def storages(*tensors: Tensor | None) -> tuple:
+    """The storage of each tensor (None stays None)."""
+    return tuple(None if t is None else t._data for t in tensors)
+
+
+def wrap_storages(*values: torch.Tensor | None) -> tuple:
+    """Each storage as a new minitorch tensor (None stays None)."""
+    return tuple(None if v is None else Tensor._make(v) for v in values)
 
 
 # Python numbers in binary ops ---------------------------------------------------------------------

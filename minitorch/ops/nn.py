@@ -7,9 +7,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as torch_f
 
-from minitorch.autograd import grad_mode
 from minitorch.autograd.function import Function
-from minitorch.ops._util import sum_to_shape
+from minitorch.ops._util import plain_backward, storages, sum_to_shape, wrap_storages
 from minitorch.ops.indexing import IndexAdd, ScatterAdd
 from minitorch.tensor import Tensor
 
@@ -18,24 +17,8 @@ def _new(data: torch.Tensor) -> Tensor:
     return Tensor._make(data)
 
 
-# Plain backward on storage ----------------------------------------------------------------------
-# A backward formula below is written once, with methods that minitorch tensors and torch tensors
-# share (`@`, `.t()`, `.sum()`, `.reshape()`, `.softmax()`). Under `create_graph=True` grad mode
-# is on during backward and the formula runs on minitorch tensors, so it is recorded and can be
-# differentiated again; in a plain backward it runs directly on the storage (same numbers, no
-# per-op bookkeeping).
-def _plain_backward() -> bool:
-    return not grad_mode._state.grad_enabled
-
-
-def _storage(*tensors: Tensor | None) -> tuple:
-    return tuple(None if t is None else t._data for t in tensors)
-
-
-def _wrap(*values: torch.Tensor | None) -> tuple:
-    return tuple(None if v is None else Tensor._make(v) for v in values)
-
-
+# A backward formula below is written once and runs on storage in a plain backward, on minitorch
+# tensors under create_graph=True (see `plain_backward` in ops/_util.py).
 # Linear -----------------------------------------------------------------------------------------
 class Linear(Function):
     """y = x @ W^T + b for x of shape (*, in_features): one matrix product (addmm) over all
@@ -63,8 +46,8 @@ class Linear(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        if _plain_backward():
-            return _wrap(*_linear_grads(ctx, *_storage(grad, x, weight)))
+        if plain_backward():
+            return wrap_storages(*_linear_grads(ctx, *storages(grad, x, weight)))
         return _linear_grads(ctx, grad, x, weight)
 
 
@@ -187,7 +170,7 @@ class ClassNll(Function):
             coef = grad / _new(targets.divisor)
         else:
             coef = grad
-        if _plain_backward():
+        if plain_backward():
             # The formula below on storage, without materialising q.
             if logits is None:
                 rows = targets.subtract_from(grad._data.new_zeros(targets.shape))
@@ -348,9 +331,9 @@ class Conv2d(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        if _plain_backward():
-            return _wrap(
-                *_conv_grads(ctx, *_storage(grad, x, weight), torch_f.fold, torch_f.unfold)
+        if plain_backward():
+            return wrap_storages(
+                *_conv_grads(ctx, *storages(grad, x, weight), torch_f.fold, torch_f.unfold)
             )
         return _conv_grads(ctx, grad, x, weight, Fold.apply, Unfold.apply)
 

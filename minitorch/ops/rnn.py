@@ -39,8 +39,8 @@ from typing import Any
 import torch
 
 import minitorch
-from minitorch.autograd import grad_mode
 from minitorch.autograd.function import Function
+from minitorch.ops._util import plain_backward, wrap_storages
 from minitorch.tensor import Tensor
 
 
@@ -106,7 +106,7 @@ class LSTMStep(Function):
     def backward(ctx, grad_h, grad_c):
         gates_x, h_prev, c_prev, w_hh, activations, tanh_c = ctx.saved_tensors
         batch = gates_x.shape[0]
-        if grad_mode.is_grad_enabled():  # create_graph=True: recompute with recorded ops
+        if not plain_backward():  # create_graph=True: recompute with recorded ops
             lib = minitorch
             h, c = h_prev[:batch], c_prev[:batch]
             gates, _, tanh_c = _gates_and_cell(gates_x, h, c, w_hh)
@@ -126,7 +126,7 @@ class LSTMStep(Function):
             grad_w_hh,
         )
         if lib is torch:
-            grads = tuple(Tensor._make(g) for g in grads)
+            grads = wrap_storages(*grads)
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
 
 
@@ -200,7 +200,7 @@ class GRUStep(Function):
     def backward(ctx, grad):
         gates_x, h_prev, w_hh, b_hh, activations = ctx.saved_tensors
         batch = gates_x.shape[0]
-        if grad_mode.is_grad_enabled():  # create_graph=True: recompute with recorded ops
+        if not plain_backward():  # create_graph=True: recompute with recorded ops
             lib = minitorch
             h = h_prev[:batch]
             r, z, n, h_n = _gru_gates(gates_x, h, w_hh, b_hh)
@@ -214,7 +214,7 @@ class GRUStep(Function):
         )
         grads = (grad_gates_x, _pad_rows(lib, grad_h, h_prev.shape[0]), grad_w_hh, grad_b_hh)
         if lib is torch:
-            grads = tuple(Tensor._make(g) for g in grads)
+            grads = wrap_storages(*grads)
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
 
 
