@@ -73,10 +73,12 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 # Feedback never shows hidden tests: their source is removed. Hidden tests are one-line calls
-# into solutions/, whose failures raise a clean AssertionError, so tracebacks reveal nothing.
+# into solutions/, whose failures raise a clean AssertionError; HideGraderFrames drops the
+# grader's own frame (its path and raising line) from those tracebacks.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
+    "solutions.instructor.feedback.HideGraderFrames",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 

@@ -8,7 +8,9 @@ checks are shown to catch planted leaks and cheating cells, and to pass clean on
 from __future__ import annotations
 
 import contextlib
+import html
 import io
+import re
 import subprocess
 import sys
 import zipfile
@@ -248,3 +250,189 @@ def test_table_lists_score_max_and_flags() -> None:
         "ann         25   25  -",
         "bo         3.5   25  timed out, kernel died",
     ]
+
+
+# --- instructor mistakes: one-line errors, nothing written ------------------------------------
+def run_cli_all(*args: str) -> tuple[int, str]:
+    """Run the command; its exit code and everything it printed (stdout and stderr)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main([str(a) for a in args])
+    return code, out.getvalue()
+
+
+def _released_tiny_course(root: Path) -> Path:
+    course = _tiny_course(root, "return 2 * x", f"assert double(2) == 4\n{HIDDEN}")
+    assert run_cli_all("--course", course, "release", "tiny")[0] == 0
+    return course
+
+
+def _tiny_submission(folder: Path, student: str) -> Path:
+    """`<folder>/<student>/tiny.ipynb`: the blank release, as a student hands it in."""
+    path = folder / student / "tiny.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes((folder.parent / "course" / "release" / "tiny" / "tiny.ipynb").read_bytes())
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["release"], ["collect", "--from", "inbox"], ["autograde"], ["feedback"], ["report"],
+     ["grade"], ["validate"]],
+)  # fmt: skip
+def test_misspelled_assignment_is_a_one_line_error(tmp_path: Path, command: list[str]) -> None:
+    course = _tiny_course(tmp_path / "course", "return 2 * x", "assert double(2) == 4")
+    (tmp_path / "inbox" / "ann").mkdir(parents=True)
+    (tmp_path / "inbox" / "ann" / "tinny.ipynb").write_text("{}")
+    name, *options = command
+    code, output = run_cli_all("--course", course, name, "tinny", *options)
+    assert code == 2
+    assert output == f"error: no assignment 'tinny' in {course / 'source'}: did you mean tiny? " \
+        "(assignments: tiny)\n"  # fmt: skip
+    assert not (course / "submitted").exists() and not (course / "reports").exists()
+
+
+def test_collect_from_a_missing_or_wrong_folder_is_a_one_line_error(tmp_path: Path) -> None:
+    course = _tiny_course(tmp_path / "course", "return 2 * x", "assert double(2) == 4")
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--from", tmp_path / "no")
+    assert code == 2 and output.startswith("error: --from") and "no such folder" in output
+    assert output.count("\n") == 1
+    # The parent of the per-assignment inboxes: inbox/tiny/<student>/tiny.ipynb
+    (tmp_path / "inbox" / "tiny" / "ann").mkdir(parents=True)
+    (tmp_path / "inbox" / "tiny" / "ann" / "tiny.ipynb").write_text("{}")
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--from", tmp_path / "inbox")
+    assert code == 2 and "no submissions found (expected <folder>/<student>/tiny.ipynb" in output
+    assert not (course / "submitted").exists()
+    code, output = run_cli_all("--course", course, "collect", "tiny")
+    assert (
+        code == 2 and output == "error: collect needs --from FOLDER, --zip LMS.zip or --exchange\n"
+    )
+
+
+def test_collect_from_warns_about_a_student_without_the_notebook(tmp_path: Path) -> None:
+    course = _tiny_course(tmp_path / "course", "return 2 * x", "assert double(2) == 4")
+    for student, name in (("ann", "tiny.ipynb"), ("bo", "tiny (1).ipynb")):
+        (tmp_path / "inbox" / student).mkdir(parents=True)
+        (tmp_path / "inbox" / student / name).write_text("{}")
+    (tmp_path / "inbox" / "notes").mkdir()
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--from", tmp_path / "inbox")
+    assert code == 0, output
+    assert "warning: bo has no tiny.ipynb (found tiny (1).ipynb)" in output
+    assert "warning: skipped" in output and "notes: no notebook in it" in output
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["ann", "bo"]
+
+
+@pytest.mark.parametrize("kind", ["missing", "not a zip"])
+def test_bad_zip_argument_is_a_one_line_error(tmp_path: Path, kind: str) -> None:
+    course = _tiny_course(tmp_path / "course", "return 2 * x", "assert double(2) == 4")
+    archive = tmp_path / "lms.zip"
+    if kind == "not a zip":
+        archive.write_text("{}")
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--zip", archive)
+    expected = "no such file" if kind == "missing" else "not a zip file"
+    assert code == 2 and output == f"error: --zip {archive}: {expected} (expected the LMS " \
+        "download, a .zip)\n"  # fmt: skip
+
+
+def _lms_zip(path: Path, release: Path, names: list[str]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.write(release, f"download/{name}")
+    return path
+
+
+def test_second_lms_download_is_collected_and_bad_names_are_reported(tmp_path: Path) -> None:
+    """Each --zip collects only that archive: a later download with a resubmission used to
+    fail with nbgrader's "Duplicate submission file" because every earlier archive was kept."""
+    course = _released_tiny_course(tmp_path / "course")
+    release = course / "release" / "tiny" / "tiny.ipynb"
+    first = _lms_zip(tmp_path / "lms.zip", release, ["ann_tiny.ipynb", "bo_tiny.ipynb"])
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--zip", first)
+    assert code == 0 and "collected 2 submissions: ann, bo" in output, output
+    assert "ZipCollectApp" not in output  # nbgrader's per-file log is not shown
+    second = _lms_zip(tmp_path / "lms (1).zip", release, ["bo_tiny.ipynb", "Cy Dee_tiny.ipynb"])
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--zip", second)
+    assert code == 0, output
+    assert "warning: skipped Cy Dee_tiny.ipynb: not <student>_<notebook>.ipynb" in output
+    assert "collected 1 submission: bo" in output
+    assert "submitted/ now holds 2 submissions for tiny" in output
+    wrong = _lms_zip(tmp_path / "other.zip", release, ["Cy Dee_tiny.ipynb", "dee_tiny(1).ipynb"])
+    code, output = run_cli_all("--course", course, "collect", "tiny", "--zip", wrong)
+    assert code == 2 and output.count("\n") == 1
+    assert "no file is named <student>_<notebook>.ipynb" in output and "Cy Dee_tiny" in output
+
+
+def test_unknown_student_and_unreleased_report_are_one_line_errors(tmp_path: Path) -> None:
+    course = _tiny_course(tmp_path / "course", "return 2 * x", "assert double(2) == 4")
+    code, output = run_cli_all("--course", course, "report", "tiny")
+    assert code == 2 and output == "error: tiny is not in the gradebook yet: release it first " \
+        "(python -m solutions release tiny)\n"  # fmt: skip
+    code, output = run_cli_all("--course", course, "autograde", "tiny", "--student", "zed")
+    assert code == 2 and output.startswith("error: no submission of tiny from zed in submitted/")
+    code, output = run_cli_all("--course", course, "feedback", "tiny")
+    assert code == 2 and output == "error: nothing of tiny is autograded yet: run autograde first\n"
+
+
+def test_grade_also_grades_submissions_collected_earlier(tmp_path: Path) -> None:
+    """A student collected with --zip before `grade --from` used to stay "not graded"."""
+    course = _released_tiny_course(tmp_path / "course")
+    release = course / "release" / "tiny" / "tiny.ipynb"
+    archive = _lms_zip(tmp_path / "lms.zip", release, ["zip-student_tiny.ipynb"])
+    assert run_cli_all("--course", course, "collect", "tiny", "--zip", archive)[0] == 0
+    _tiny_submission(tmp_path / "inbox", "folder-student")
+    code, output = run_cli_all("--course", course, "grade", "tiny", "--from", tmp_path / "inbox")
+    assert code == 0, output
+    assert "autograding 2 submissions" in output
+    table = output[output.index("\nstudent ") + 1 :].splitlines()
+    assert [line.split() for line in table[1:3]] == [
+        ["folder-student", "0", "1", "-"],
+        ["zip-student", "0", "1", "-"],
+    ]
+
+
+# --- feedback tracebacks ----------------------------------------------------------------------
+GRADER_FRAME = (
+    "\x1b[0;36m  File \x1b[0;32m/srv/course/solutions/grading.py:128\x1b[0;36m in \x1b[0;35mrun"
+    '\x1b[0;36m\n\x1b[0;31m    raise AssertionError(f"{what}: {message}") from None\x1b[0;36m\n'
+)
+
+
+def test_feedback_hides_grader_frames_and_the_leak_scan_catches_them(course_copy: Path) -> None:
+    """A failing hidden test used to show the grader's path and raising line in feedback."""
+    from nbformat.v4 import new_output
+
+    from solutions.instructor.feedback import HideGraderFrames
+
+    student_frame = "\x1b[0m  Cell \x1b[1;32mIn[35], line 2\x1b[0m\n    grade.f(f)\x1b[0m\n"
+    error = new_output(
+        "error", ename="AssertionError", evalue="f: wrong",
+        traceback=["Traceback (most recent call last):\n", student_frame, GRADER_FRAME,
+                   "AssertionError: f: wrong\n"],
+    )  # fmt: skip
+    cell = new_code_cell("from solutions.tiny import grade\ngrade.f(f)", outputs=[error])
+    HideGraderFrames().preprocess(new_notebook(cells=[cell]), {})
+    assert error.traceback == [
+        "Traceback (most recent call last):\n",
+        student_frame,
+        "AssertionError: f: wrong\n",
+    ]
+    feedback = course_copy / "feedback" / "alice" / NOTEBOOK_1 / f"{NOTEBOOK_1}.html"
+    feedback.parent.mkdir(parents=True)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", GRADER_FRAME)
+    feedback.write_text(f"<pre>{html.escape(plain)}</pre>")
+    found = leaks.scan_feedback(open_course(course_copy), set())
+    assert [leak.what for leak in found] == ["traceback shows a frame of the grading code"]
+
+
+def test_report_before_grading_and_export_into_a_new_folder(tmp_path: Path) -> None:
+    """Both used to fail with FileNotFoundError: reports/<assignment>/ and the --to folder did
+    not exist yet."""
+    course = _released_tiny_course(tmp_path / "course")
+    code, output = run_cli_all("--course", course, "report", "tiny")
+    assert code == 0 and output.startswith("student  score  max  flags\n"), output
+    assert (course / "reports" / "tiny" / "summary.csv").read_text().strip() == (
+        "student,score,max_score,flags"
+    )
+    destination = tmp_path / "out" / "grades.csv"
+    code, output = run_cli_all("--course", course, "export", "--to", destination)
+    assert code == 0 and destination.read_text().startswith("assignment,duedate,"), output

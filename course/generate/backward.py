@@ -438,7 +438,10 @@ def topological_order_section(b: Builder) -> None:
         h = minitorch.tensor([1.0, 2.0], requires_grad=True)
         for _ in range(10_000):
             h = h * 1.0
-        count = len(topological_order(h))
+        try:
+            count = len(topological_order(h))
+        except RecursionError:
+            raise AssertionError("topological_order recursed too deep on 10,000 ops") from None
         assert count == 10_001, f"a chain of 10,000 ops has 10,001 nodes, got {count}"
         print("Visible tests passed.")
         """,
@@ -641,9 +644,13 @@ def broadcasting_section(b: Builder) -> None:
             grad = lib.ones(5, 4, 3, dtype=lib.float64)
             for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
                 got = sum_to_shape(grad, shape)
-                assert tuple(got.shape) == shape, f"{name}: shape {list(got.shape)} for {shape}"
+                assert tuple(got.shape) == shape, (
+                    f"{name}: sum_to_shape(grad of shape (5, 4, 3), {shape}) has shape"
+                    f" {tuple(got.shape)}, expected {shape}"
+                )
                 assert got.flatten().tolist() == [value] * got.numel(), (
-                    f"{name}: each entry should be {value} for {shape}"
+                    f"{name}: sum_to_shape(ones(5, 4, 3), {shape}): each entry should be {value}"
+                    f" (the number of copies summed), got {got.flatten().tolist()}"
                 )
             assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
         print("Visible tests passed.")
@@ -832,12 +839,20 @@ def higher_order_section(b: Builder) -> None:
             name = lib.__name__
             x = lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64)
             v = lib.tensor([1.0, 1.0, 2.0], dtype=lib.float64)
-            hv = hessian_vector_product(lib, lambda t: (t**3).sum(), x, v)
+            try:
+                hv = hessian_vector_product(lib, lambda t: (t**3).sum(), x, v)
+            except RuntimeError as error:
+                if "does not require grad" not in str(error):
+                    raise
+                hint = "did the first grad use create_graph=True?"
+                raise AssertionError(f"{name}: {error}: {hint}") from None
             assert isinstance(hv, lib.Tensor), f"{name}: return a {name} tensor"
             assert hv.tolist() == [6.0, -12.0, 6.0], f"{name}: H v = 6 x v = [6, -12, 6], got {hv.tolist()}"
             A = lib.tensor([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 4.0]], dtype=lib.float64)
+            v = lib.tensor([1.0, -1.0, 2.0], dtype=lib.float64)
             hv = hessian_vector_product(lib, lambda t, A=A: t @ (A @ t) / 2, x, v)
-            assert hv.tolist() == (A @ v).tolist(), f"{name}: for x.Ax / 2, H v = A v, got {hv.tolist()}"
+            want = (A @ v).tolist()
+            assert hv.tolist() == want, f"{name}: for x.Ax / 2, H v = A v = {want}, got {hv.tolist()}"
         print("Visible tests passed.")
         """,
     )
@@ -923,6 +938,13 @@ def micro_batches_section(b: Builder) -> None:
         `[p.grad for p in model.parameters()]`. The result must equal the gradient of
         `loss_fn(model(inputs), targets)` over the full batch. `model` and the tensors come
         from the same library, PyTorch or minitorch.
+
+        Example: with `k = 2` and a batch of 8, each backward sees 4 samples, and after the
+        second one `.grad` holds the same values as one backward on all 8.
+
+        *Hint:* each micro-batch loss is a mean over `1/k` of the batch, and the `k` backward
+        passes **add** their gradients: scale each loss so that the sum is the full-batch
+        mean. Zero the gradients once, before the loop (`model.zero_grad()`).
         """,
         """
         for lib in (torch, minitorch):
@@ -940,7 +962,8 @@ def micro_batches_section(b: Builder) -> None:
                 assert isinstance(got, list) and len(got) == 2, f"{name}: one gradient per parameter"
                 for g, want in zip(got, full):
                     assert torch.allclose(torch.tensor(g.tolist()), torch.tensor(want)), (
-                        f"{name}, k = {k}: the gradient differs from the full-batch gradient"
+                        f"{name}, k = {k}: the gradient differs from the full-batch gradient:"
+                        f" got {g.tolist()}, expected {want}"
                     )
         print("Visible tests passed.")
         """,
@@ -993,19 +1016,30 @@ def training_section(b: Builder) -> None:
         `steps` recorded losses. The grader checks your losses step by step against plain
         gradient descent, and the slope against the true one, on data from
         $y = 2x + 1$ plus noise.
+
+        *Hint:* `w -= lr * w.grad` changes the leaf `w` in place; `w = w - lr * w.grad` would
+        bind the name to a new tensor that is no leaf, whose `.grad` stays None. Start from
+        `lib.tensor(0.0, dtype=x.dtype, requires_grad=True)`.
         """,
         """
         for lib in (torch, minitorch):
             name = lib.__name__
             x = lib.linspace(-1, 1, 50, dtype=lib.float64)
             y = 2 * x + 1
-            w, b, losses = fit_line(lib, x, y, 100, 0.2)
+            try:
+                w, b, losses = fit_line(lib, x, y, 100, 0.2)
+            except TypeError as error:
+                if "NoneType" not in str(error):
+                    raise
+                hint = "a .grad is None: update w and b in place (w -= ...)"
+                raise AssertionError(f"{name}: {error}: {hint}") from None
             assert isinstance(w, float) and isinstance(b, float), f"{name}: return w and b as floats"
             assert len(losses) == 100, f"{name}: one loss per step, got {len(losses)}"
             at_zero = (y**2).mean().item()
             assert abs(losses[0] - at_zero) < 1e-9, f"{name}: the first loss is the loss at w = b = 0"
             assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), (
-                f"{name}: the loss must go down at every step"
+                f"{name}: the loss must go down at every step (did you reset the gradients?),"
+                f" got {[round(loss, 4) for loss in losses[:6]]}, ..."
             )
             assert abs(w - 2) < 0.1 and abs(b - 1) < 0.1, (
                 f"{name}: w = {w:.3f}, b = {b:.3f}; expected about 2 and 1"

@@ -721,8 +721,12 @@ def batching_section(b: Builder) -> None:
             assert last.shape == (2, 2) and mean.shape == (2, 2), (
                 f"{name}: both results are [batch, hidden]"
             )
-            assert last.tolist() == [[4.0, 5.0], [8.0, 9.0]], f"{name}: last = {last.tolist()}"
-            assert mean.tolist() == [[2.0, 3.0], [7.0, 8.0]], f"{name}: mean = {mean.tolist()}"
+            assert last.tolist() == [[4.0, 5.0], [8.0, 9.0]], (
+                f"{name}: last: expected [[4.0, 5.0], [8.0, 9.0]], got {last.tolist()}"
+            )
+            assert mean.tolist() == [[2.0, 3.0], [7.0, 8.0]], (
+                f"{name}: mean: expected [[2.0, 3.0], [7.0, 8.0]], got {mean.tolist()}"
+            )
             # The padded RNN outputs of section 5 agree with each sequence run alone.
             lib.manual_seed(0)
             rnn = lib.nn.RNN(3, 4, batch_first=True)
@@ -830,6 +834,7 @@ def classifier_section(b: Builder) -> None:
     )
     b.code(
         """
+        assert "losses" in globals(), "run the test cell of exercise 4 first: it trains the model"
         plt.figure(figsize=(6, 3))
         plt.plot(losses)
         plt.xlabel("step")
@@ -938,7 +943,8 @@ def pitfalls_section(b: Builder) -> None:
         minitorch.manual_seed(0)
         model = FixedMLP(2, 16, 3, depth=2)
         count = sum(p.numel() for p in model.parameters())
-        assert count == (2 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3), f"{count} parameters"
+        expected = (2 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3)
+        assert count == expected, f"FixedMLP(2, 16, 3, depth=2): {expected} parameters, got {count}"
         keys = list(model.state_dict())
         assert keys == [
             "hidden.0.weight",
@@ -947,7 +953,7 @@ def pitfalls_section(b: Builder) -> None:
             "hidden.1.bias",
             "out.weight",
             "out.bias",
-        ], f"state_dict keys {keys}"
+        ], f"unexpected state_dict keys {keys}"
         assert close(model(spiral_x[:3]), model(spiral_x[:3])), "two calls must agree"
         assert list(FixedMLP(3, 5, 2, depth=0).state_dict()) == ["out.weight", "out.bias"]
         fixed_losses = train_mlp(model)
@@ -957,6 +963,7 @@ def pitfalls_section(b: Builder) -> None:
     )
     b.code(
         """
+        assert "fixed_losses" in globals(), "run the test cell of exercise 5 first: it trains FixedMLP"
         minitorch.manual_seed(0)
         plt.figure(figsize=(6, 3))
         plt.plot(train_mlp(BrokenMLP(2, 16, 3, depth=2)), label="BrokenMLP (new layers every call)")
@@ -1025,6 +1032,11 @@ def trees_section(b: Builder) -> None:
         a_minus_b = ExprTree(op="-", left=ExprTree(value=1.0), right=ExprTree(value=2.0))
         b_minus_a = ExprTree(op="-", left=ExprTree(value=2.0), right=ExprTree(value=1.0))
         assert not close(model(a_minus_b), model(b_minus_a)), "1 - 2 and 2 - 1 must differ"
+        one, two = (model.leaf(minitorch.tensor([v])).tanh() for v in (1.0, 2.0))
+        expected = model.out(model.combine["-"](minitorch.cat([one, two])).tanh())
+        assert close(model(a_minus_b), expected), (
+            "1 - 2 is out(tanh(combine['-'](cat([encoding of 1, encoding of 2])))): left first"
+        )
         model.zero_grad()
         model(a_minus_b).sum().backward()
         assert model.combine["*"].weight.grad is None, "a tree without '*' must not use combine['*']"

@@ -340,10 +340,15 @@ def what_ops_save(b: Builder) -> None:
         loss.backward()
         assert saved_bytes(loss, include_parameters=True) == 0, "backward freed the saved tensors"
         assert saved_bytes(w) == 0, "a leaf has no graph"
+        h = x.exp()  # exp saves its result h
+        loss = (h[0] * h[1]).sum()  # mul saves two views of h, which start at different addresses
+        got = saved_bytes(loss)
+        assert got == 8 * 4 * 8, f"h, h[0] and h[1] share one storage of 256 bytes, got {got}"
         model = deep_mlp(3, 5)
         loss = model(minitorch.randn(7, 5, dtype=torch.float64)).sum()
         for include in (False, True):
-            assert saved_bytes(loss, include) == memory.saved_bytes(loss, include_parameters=include)
+            got, want = saved_bytes(loss, include), memory.saved_bytes(loss, include_parameters=include)
+            assert got == want, f"deep_mlp(3, 5), include_parameters={include}: {want} bytes, got {got}"
         print("saved_bytes agrees with minitorch.memory.saved_bytes on these graphs")
         """,
     )
@@ -593,14 +598,26 @@ def leaks_section(b: Builder) -> None:
         model, optimizer, batches, x_val, y_val = make_training(4)
         mean, validation = train_epoch(model, optimizer, batches, x_val, y_val)
         assert type(mean) is float, f"the mean training loss must be a float, not {type(mean).__name__}"
-        assert len(validation) == 4 and all(type(v) is float for v in validation), "one float per batch"
+        assert len(validation) == 4 and all(type(v) is float for v in validation), (
+            f"validation: one Python float per batch, got {[type(v).__name__ for v in validation]}"
+        )
         fixed = memory_after_each_count(train_epoch, counts)
         print("your loop, bytes left after n batches:", dict(zip(counts, fixed)))
         assert max(fixed) <= fixed[0], "memory grows with the number of batches"
+        peaks = []
+        for n in (1, 6):
+            arguments = make_training(n)
+            peaks.append(peak_of(lambda a=arguments: train_epoch(*a)))
+        assert peaks[1] <= peaks[0] + 1024, (
+            f"peak while training: {kib(peaks[0])} on 1 batch, {kib(peaks[1])} on 6:"
+            " something from each iteration stays alive while the loop runs"
+        )
+        print("Visible tests passed.")
         """,
     )
     b.code(
         """
+        assert "fixed" in globals(), "run the test cell of exercise 2 first: it measures train_epoch"
         fig, ax = plt.subplots(figsize=(7, 3))
         ax.plot(counts, [v / 1024 for v in leaky], "o-", color="tab:red", label="leaky_epoch")
         ax.plot(counts, [v / 1024 for v in fixed], "o-", color="tab:green", label="train_epoch")
@@ -634,6 +651,7 @@ def leaks_section(b: Builder) -> None:
         yours = peak_of(lambda: evaluate(model, batches))
         print(f"peak with a graph {kib(with_graph)}, yours {kib(yours)}")
         assert yours < with_graph / 2, "your evaluation still records a graph"
+        print("Visible tests passed.")
         """,
     )
 
@@ -719,13 +737,23 @@ def checkpoint_section(b: Builder) -> None:
         expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
         model.zero_grad()
         x.grad = None
+        start = live_bytes()
+        plain_out = second(first(x))
+        plain_held = live_bytes() - start
+        del plain_out
+        start = live_bytes()
         out = checkpoint(second, checkpoint(first, x))
+        held = live_bytes() - start
         assert out.grad_fn is not None, "checkpoint must return a tensor with a grad_fn"
+        assert held < plain_held / 2, (
+            f"after forward the checkpointed model holds {kib(held)}, the plain one"
+            f" {kib(plain_held)}: keep only the inputs, not fn's graph"
+        )
         out.sum().backward()
         got = [p.grad for p in model.parameters()] + [x.grad]
         assert all(g is not None for g in got), "some parameter or the input got no gradient"
-        for g, e in zip(got, expected):
-            assert same(g, e), "the gradients differ from the plain model's"
+        for (name, _), g, e in zip([*model.named_parameters(), ("x", x)], got, expected):
+            assert same(g, e), f"the gradient of {name} differs from the plain model's"
         print("gradients identical to the plain model")
         """,
     )
@@ -760,6 +788,16 @@ def segments_section(b: Builder) -> None:
         choice = best_segments(model, x)
         assert isinstance(choice, int) and 1 <= choice <= 6, f"from 1 to 6 segments, not {choice!r}"
         print("best number of segments for 6 blocks:", choice)
+        peaks = []
+        for s in range(1, 7):
+            model.zero_grad()
+            step = lambda s=s: checkpoint_sequential(model, s, x, use_reentrant=False).sum().backward()
+            peaks.append(peak_of(step))
+        best = peaks.index(min(peaks)) + 1
+        assert choice == best, (
+            f"measured peaks {[kib(p) for p in peaks]}: the lowest is at {best}, you chose {choice}"
+        )
+        print("Visible tests passed.")
         """,
     )
     b.code(
@@ -877,8 +915,9 @@ def micro_batches_section(b: Builder) -> None:
             step_within_budget(model, loss_fn, inputs, targets, budget)
         print(f"budget {kib(budget)}, peak {kib(mem.peak_bytes - mem.start_bytes)}")
         assert mem.peak_bytes - mem.start_bytes <= budget, "over the budget"
-        for p, e in zip(model.parameters(), expected):
-            assert same(p.grad, e), "the gradients differ from the full batch's"
+        for (name, p), e in zip(model.named_parameters(), expected):
+            assert same(p.grad, e), f"{name}.grad differs from the full batch's gradient"
+        print("Visible tests passed.")
         """,
     )
 
@@ -975,6 +1014,12 @@ def bptt_section(b: Builder) -> None:
         long = peak_of(lambda: truncated_bptt(cell, xs, targets, h0, k=4))
         print(f"peak on 8 steps {kib(short)}, on 12 steps {kib(long)}")
         assert long <= 1.15 * short + 2048, "memory grows with the sequence"
+        uneven = truncated_bptt(cell, xs, targets, h0, k=5)  # chunks of 5, 5 and 2 steps
+        assert math.isclose(uneven, total), (
+            f"k = 5 on 12 steps: the total loss is {uneven}, with k = 12 it is {total}:"
+            " the losses do not depend on k (did you backward the last, shorter chunk?)"
+        )
+        print("Visible tests passed.")
         """,
     )
 
@@ -1052,18 +1097,38 @@ def hooks_section(b: Builder) -> None:
         error of 1e-2.
         """,
         """
-        with half_precision_hooks():
+        model.zero_grad()
+        start = live_bytes()
+        plain_loss = model(x).pow(2).mean()
+        plain_held = live_bytes() - start
+        del plain_loss
+        hooks = half_precision_hooks()  # kept, as a training loop that reuses them would
+        start = live_bytes()
+        with hooks:
             loss = model(x).pow(2).mean()
+        held = live_bytes() - start
         halved = memory.saved_bytes(loss)
         print(f"saved without hooks {kib(plain)}, with yours {kib(halved)}")
         assert halved <= 0.6 * plain, f"{halved / plain:.2f}x of the saved bytes, at most 0.6x expected"
-        loss.backward()
+        assert held <= 0.6 * plain_held, (
+            f"the graph holds {kib(held)} with your hooks, {kib(plain_held)} without:"
+            " is an original tensor still referenced?"
+        )
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            if "dtype" not in str(error):
+                raise
+            hint = "does unpack give the tensor back in its original dtype?"
+            raise AssertionError(f"backward: {error}: {hint}") from None
         with_hooks = [p.grad.clone() for p in model.parameters()]
         model.zero_grad()
         model(x).pow(2).mean().backward()
         for g, p in zip(with_hooks, model.parameters()):
             error = ((g - p.grad).norm() / p.grad.norm()).item()
-            assert g.dtype == p.dtype and error < 1e-2, f"relative gradient error {error:.3g}"
+            assert g.dtype == p.dtype, f"gradient of dtype {g.dtype}, expected {p.dtype}"
+            assert error < 1e-2, f"relative gradient error {error:.3g}, at most 1e-2 expected"
+        print("Visible tests passed.")
         """,
     )
     b.md(

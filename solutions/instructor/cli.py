@@ -7,9 +7,13 @@ Commands (all take --course DIR, default: the repository's course/):
   feedback ASSIGNMENT     write HTML feedback into feedback/
   export                  write nbgrader's grades CSV (--to FILE, default: <course>/grades.csv)
   report ASSIGNMENT       print the per-student table (score, max, flags)
-  grade ASSIGNMENT        all of the above in order, with a progress bar, ending with the table
+  grade ASSIGNMENT        all of the above in order (every submission in submitted/ is
+                          autograded), with a progress bar, ending with the table
   validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise
   leak-scan               releases, feedback and the wheel reveal nothing of solutions/; exit 1
+
+A mistake (unknown assignment or student, missing folder or file) prints one `error:` line and
+exits 2.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import sys
 import time
 import warnings
 from pathlib import Path
+
+from nbgrader.api import MissingEntry
+from nbgrader.converters.base import NbGraderException
 
 from solutions.instructor import leaks, pipeline, report, validate
 from solutions.instructor.course import CommandError, Course, open_course
@@ -35,14 +42,23 @@ def progress_bar(done: int, total: int, student: str, seconds: float, width: int
     _say(f"[{bar}] {done}/{total} {student} ({seconds:.1f} s)")
 
 
-def _collect(course: Course, args: argparse.Namespace) -> list[str]:
+def _collect(course: Course, args: argparse.Namespace) -> None:
+    """Collect from --zip, --from or --exchange (whichever was given) and say what happened."""
     if args.zip:
-        return pipeline.collect_zip(course, args.assignment, Path(args.zip))
-    if args.from_dir:
-        return pipeline.collect_folder(course, args.assignment, Path(args.from_dir))
-    if getattr(args, "exchange", False):
-        return pipeline.collect_exchange(course, args.assignment)
-    return course.students(args.assignment)
+        collected = pipeline.collect_zip(course, args.assignment, Path(args.zip))
+    elif args.from_dir:
+        collected = pipeline.collect_folder(course, args.assignment, Path(args.from_dir))
+    elif getattr(args, "exchange", False):
+        collected = pipeline.collect_exchange(course, args.assignment)
+    else:
+        return
+    for warning in collected.warnings:
+        _say(f"warning: {warning}")
+    _say(f"collected {_count(collected.students, 'submission')}: {', '.join(collected.students)}")
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def _print_table(course: Course, assignment: str) -> list[report.StudentRow]:
@@ -60,12 +76,21 @@ def cmd_release(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_collect(course: Course, args: argparse.Namespace) -> int:
-    students = _collect(course, args)
-    _say(f"{len(students)} submissions in submitted/: {', '.join(students)}")
+    if not (args.zip or args.from_dir or args.exchange):
+        raise CommandError("collect needs --from FOLDER, --zip LMS.zip or --exchange")
+    _collect(course, args)
+    students = course.students(args.assignment)
+    _say(f"submitted/ now holds {_count(students, 'submission')} for {args.assignment}")
     return 0
 
 
 def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
+    unknown = sorted(set(args.student or []) - set(course.students(args.assignment)))
+    if unknown:
+        raise CommandError(
+            f"no submission of {args.assignment} from {', '.join(unknown)} in submitted/: "
+            f"collect it first (submitted: {', '.join(course.students(args.assignment))})"
+        )
     results = pipeline.autograde(course, args.assignment, args.student or None, progress_bar)
     failed = [student for student, result in results.items() if not result.get("success")]
     if failed:
@@ -74,6 +99,11 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
+    if not any(
+        course.folder("autograded", args.assignment, s).is_dir()
+        for s in course.students(args.assignment)
+    ):
+        raise CommandError(f"nothing of {args.assignment} is autograded yet: run autograde first")
     _say(f"feedback written to {pipeline.feedback(course, args.assignment)}")
     return 0
 
@@ -94,8 +124,11 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     if not pipeline.is_released(course, args.assignment):
         _say(f"building the release of {args.assignment}")
         pipeline.release(course, args.assignment)
-    students = _collect(course, args)
-    _say(f"autograding {len(students)} submissions")
+    _collect(course, args)
+    students = course.students(args.assignment)  # also those collected earlier (e.g. --zip)
+    if not students:
+        raise CommandError(f"no submissions of {args.assignment}: give --from or --zip")
+    _say(f"autograding {_count(students, 'submission')}")
     pipeline.autograde(course, args.assignment, students, progress_bar)
     pipeline.feedback(course, args.assignment)
     destination = Path(args.to) if args.to else course.root / "grades.csv"
@@ -180,7 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
         course = open_course(args.course, timeout=args.timeout)
+        named = getattr(args, "assignment", None)
+        for assignment in [named] if isinstance(named, str) else named or []:
+            course.check_assignment(assignment)
         return args.handler(course, args)
     except CommandError as error:
         _say(f"error: {error}")
+        return 2
+    except (NbGraderException, MissingEntry) as error:  # an nbgrader step refused: say why
+        _say(f"error: nbgrader: {error}")
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import sys
 from dataclasses import dataclass
@@ -41,6 +42,18 @@ class Course:
         """Assignment names, from the folders under source/."""
         source = self.root / self.coursedir.source_directory
         return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def check_assignment(self, assignment: str) -> None:
+        """Raise CommandError unless `assignment` has a folder under source/."""
+        known = self.assignments()
+        if assignment in known:
+            return
+        close = difflib.get_close_matches(assignment, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise CommandError(
+            f"no assignment {assignment!r} in {self.root / self.coursedir.source_directory}: "
+            f"{hint}(assignments: {', '.join(known) or 'none'})"
+        )
 
     def notebooks(self, assignment: str) -> list[str]:
         """Notebook names (without .ipynb) of an assignment's source."""

@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 
 from solutions.instructor.course import REPO_ROOT, Course
+from solutions.instructor.feedback import is_grader_frame
 
 MIN_LINE_LENGTH = 24
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
@@ -165,6 +166,8 @@ def scan_feedback(course: Course, secrets: set[str]) -> list[Leak]:
         text = _html_text(path.read_text())
         own = _submitted_code(course, path)
         leaks += _scan_text(text, str(path), secrets, forbid_package=False, allowed=own)
+        if any(is_grader_frame(line) for line in text.splitlines()):
+            leaks.append(Leak(str(path), "traceback shows a frame of the grading code"))
     return leaks
 
 

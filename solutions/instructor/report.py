@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from solutions.instructor.course import Course
+from solutions.instructor.course import CommandError, Course
 from solutions.instructor.execute import CRASHED_CELL_NOTE
 from solutions.instructor.integrity import cells_using_grading_code, is_test_cell
 
@@ -101,8 +101,15 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
     """A row for every student with a submission folder, graded or not."""
     rows = []
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gradebook:
-        max_score = gradebook.find_assignment(assignment).max_score
-        notebooks = [nb.name for nb in gradebook.find_assignment(assignment).notebooks]
+        try:
+            known = gradebook.find_assignment(assignment)
+        except MissingEntry:
+            raise CommandError(
+                f"{assignment} is not in the gradebook yet: release it first "
+                f"(python -m solutions release {assignment})"
+            ) from None
+        max_score = known.max_score
+        notebooks = [nb.name for nb in known.notebooks]
         release = course.folder("release", assignment)
         for student in course.students(assignment):
             row = StudentRow(student=student, max_score=max_score)
@@ -143,6 +150,7 @@ def format_table(rows: list[StudentRow]) -> str:
 
 def write_csv(rows: list[StudentRow], destination: Path) -> Path:
     """The rows as CSV: student, score, max_score, flags (separated by '; ')."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
     with open(destination, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "score", "max_score", "flags"])
