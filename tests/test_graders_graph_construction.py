@@ -25,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from course.generate.builder import CHECK_OUTPUT, solution_sources, without_outputs  # noqa: E402
 from solutions import grading  # noqa: E402
 from solutions.graph_construction import grade, reference  # noqa: E402
 from solutions.graph_construction.wrong_answers import WRONG_ANSWERS  # noqa: E402
@@ -40,7 +41,7 @@ def _load_generator() -> Any:
 
 generator = _load_generator()
 NOTEBOOK = nbformat.read(generator.NOTEBOOK, as_version=4)
-SOLUTIONS = generator.solution_sources()
+SOLUTIONS = solution_sources(generator.ASSIGNMENT)
 EXERCISES = list(generator.GRADED_OBJECT)  # grade ids, in notebook order
 
 
@@ -214,8 +215,8 @@ def test_a_student_notimplementederror_with_a_message_is_reported_as_such() -> N
 # The notebook: no drift from the generator and reference.py, well-formed nbgrader metadata
 # -------------------------------------------------------------------------------------------------
 def test_committed_notebook_is_what_the_generator_builds() -> None:
-    built = generator.without_outputs(generator.build_notebook())
-    assert built == generator.without_outputs(NOTEBOOK), (
+    built = without_outputs(generator.build_notebook())
+    assert built == without_outputs(NOTEBOOK), (
         "the committed notebook drifted: run python3 course/generate/graph_construction.py"
     )
 
@@ -287,9 +288,7 @@ def test_snippets_cell_matches_the_graders_snippets() -> None:
 
 def test_checked_outputs_are_stored_and_deterministic() -> None:
     checked = [
-        c
-        for c in NOTEBOOK.cells
-        if c.cell_type == "code" and c.source.startswith(generator.CHECK_OUTPUT)
+        c for c in NOTEBOOK.cells if c.cell_type == "code" and c.source.startswith(CHECK_OUTPUT)
     ]
     assert len(checked) >= 6
     for cell in checked:

@@ -14,20 +14,18 @@ nbgrader builds from it (solutions replaced by stubs, hidden tests removed).
 # ruff: noqa: E501 (cell sources are indented here; ruff checks them, unindented, in the notebook)
 from __future__ import annotations
 
-import argparse
-import os
-import re
 import sys
-import textwrap
-import time
 from pathlib import Path
 
 import nbformat
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = REPO_ROOT / "course" / "source" / "graph_construction" / "graph_construction.ipynb"
-REFERENCE = REPO_ROOT / "solutions" / "graph_construction" / "reference.py"
-CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
+sys.path.insert(0, str(REPO_ROOT))
+
+from course.generate.builder import Builder, notebook_path, run, solution_sources  # noqa: E402
+
+ASSIGNMENT = "graph_construction"
+NOTEBOOK = notebook_path(ASSIGNMENT)
 
 # Points per exercise (they sum to 25).
 POINTS = {
@@ -52,18 +50,10 @@ GRADED_OBJECT = {
 
 
 # -------------------------------------------------------------------------------------------------
-# Reading the reference solutions
+# Locked cells built from reference.py
 # -------------------------------------------------------------------------------------------------
-def solution_sources(path: Path = REFERENCE) -> dict[str, str]:
-    """The blocks of reference.py that start with `# %% <grade_id>`, keyed by grade_id."""
-    text = path.read_text()
-    parts = re.split(r"^# %% (\w+)\n", text, flags=re.MULTILINE)
-    return {grade_id: body.strip("\n") for grade_id, body in zip(parts[1::2], parts[2::2])}
-
-
 def snippets_source() -> str:
     """The cell defining SNIPPETS (exercise 4), from reference.SNIPPETS."""
-    sys.path.insert(0, str(REPO_ROOT))
     from solutions.graph_construction.reference import SNIPPETS
 
     lines = [
@@ -77,76 +67,16 @@ def snippets_source() -> str:
 
 
 def snippets_markdown() -> str:
-    sys.path.insert(0, str(REPO_ROOT))
     from solutions.graph_construction.reference import SNIPPETS
 
     blocks = [f"**{key}**\n```python\n{code}\n```" for key, code in SNIPPETS.items()]
     return "\n\n".join(blocks)
 
 
-# -------------------------------------------------------------------------------------------------
-# Cells
-# -------------------------------------------------------------------------------------------------
-class Builder:
-    """Collects cells with deterministic ids and nbgrader metadata."""
-
-    def __init__(self) -> None:
-        self.cells: list = []
-
-    def _add(self, cell: nbformat.NotebookNode, nbgrader: dict | None) -> None:
-        cell["id"] = f"cell-{len(self.cells):02d}"
-        if nbgrader is not None:
-            cell["metadata"]["nbgrader"] = {"schema_version": 3, **nbgrader}
-        self.cells.append(cell)
-
-    def md(self, text: str) -> None:
-        self._add(nbformat.v4.new_markdown_cell(textwrap.dedent(text).strip("\n")), None)
-
-    def code(self, text: str) -> None:
-        self._add(nbformat.v4.new_code_cell(textwrap.dedent(text).strip("\n")), None)
-
-    def statement(self, grade_id: str, text: str, snippets: str = "") -> None:
-        """A locked markdown cell; `{snippets}` in `text` is replaced by `snippets`."""
-        text = textwrap.dedent(text).strip("\n").replace("{snippets}", snippets)
-        meta = {
-            "grade": False,
-            "solution": False,
-            "locked": True,
-            "grade_id": f"{grade_id}_statement",
-        }
-        self._add(nbformat.v4.new_markdown_cell(text), meta)
-
-    def locked_code(self, grade_id: str, text: str) -> None:
-        meta = {"grade": False, "solution": False, "locked": True, "grade_id": grade_id}
-        self._add(nbformat.v4.new_code_cell(text), meta)
-
-    def solution(self, grade_id: str, source: str) -> None:
-        meta = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}
-        self._add(nbformat.v4.new_code_cell(source), meta)
-
-    def tests(self, grade_id: str, visible: str) -> None:
-        grader, name = GRADED_OBJECT[grade_id]
-        hidden = (
-            "### BEGIN HIDDEN TESTS\n"
-            "from solutions.graph_construction import grade\n\n"
-            f"grade.{grader}({name})\n"
-            "### END HIDDEN TESTS"
-        )
-        source = textwrap.dedent(visible).strip("\n") + "\n\n" + hidden
-        meta = {
-            "grade": True,
-            "solution": False,
-            "locked": True,
-            "grade_id": f"{grade_id}_tests",
-            "points": POINTS[grade_id],
-        }
-        self._add(nbformat.v4.new_code_cell(source), meta)
-
-
 def build_notebook() -> nbformat.NotebookNode:
     """The notebook without outputs."""
-    solutions = solution_sources()
-    b = Builder()
+    solutions = solution_sources(ASSIGNMENT)
+    b = Builder(ASSIGNMENT, POINTS, GRADED_OBJECT)
 
     b.md(
         """
@@ -821,74 +751,11 @@ def build_notebook() -> nbformat.NotebookNode:
         """
     )
 
-    nb = nbformat.v4.new_notebook(cells=b.cells)
-    nb.metadata = {
-        "kernelspec": {
-            "display_name": "Python 3 (ipykernel)",
-            "language": "python",
-            "name": "python3",
-        },
-        "language_info": {"name": "python"},
-    }
-    return nb
-
-
-# -------------------------------------------------------------------------------------------------
-# Executing, writing, checking
-# -------------------------------------------------------------------------------------------------
-def execute(nb: nbformat.NotebookNode) -> float:
-    """Run the notebook in a fresh kernel (repository root on PYTHONPATH); return seconds."""
-    from nbclient import NotebookClient
-
-    paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-    start = time.perf_counter()
-    client = NotebookClient(
-        nb,
-        timeout=60,
-        kernel_name="python3",
-        record_timing=False,
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    )
-    client.execute()
-    return time.perf_counter() - start
-
-
-def keep_checked_outputs(nb: nbformat.NotebookNode) -> None:
-    """Drop outputs and execution counts except in the cells nbval compares (nbval needs both:
-    it refuses a stored output whose cell has no execution count)."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.source.startswith(CHECK_OUTPUT):
-            cell.execution_count = None
-            cell.outputs = []
-    nb.metadata = build_notebook().metadata
-
-
-def without_outputs(nb: nbformat.NotebookNode) -> list[dict]:
-    """The cells' sources and metadata: what the generator decides, not what running produced."""
-    return [
-        {"id": c.get("id"), "type": c.cell_type, "source": c.source, "metadata": dict(c.metadata)}
-        for c in nb.cells
-    ]
+    return b.notebook()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the notebook drifted")
-    args = parser.parse_args()
-    built = build_notebook()
-    if args.check:
-        committed = nbformat.read(NOTEBOOK, as_version=4)
-        same = without_outputs(built) == without_outputs(committed)
-        print("up to date" if same else f"{NOTEBOOK} differs from the generator: rebuild it")
-        return 0 if same else 1
-    seconds = execute(built)
-    keep_checked_outputs(built)
-    nbformat.validate(built)
-    NOTEBOOK.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(built, NOTEBOOK)
-    print(f"wrote {NOTEBOOK.relative_to(REPO_ROOT)} (executed in {seconds:.1f} s)")
-    return 0
+    return run(build_notebook, NOTEBOOK, __doc__)
 
 
 if __name__ == "__main__":
