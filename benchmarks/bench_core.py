@@ -43,6 +43,14 @@ def best_time(fn: Callable[[], Any], repeats: int, sync: Callable[[], None]) -> 
 def elementwise_program(lib: Any, x: Any, w: Any, n_ops: int) -> Any:
     """Exactly `n_ops` recorded ops (a fixed cycle of unary, tensor-tensor and tensor-number
     ops), then one sum and backward."""
+    loss = elementwise_loss(lib, x, w, n_ops)
+    loss.backward()
+    return loss
+
+
+def elementwise_loss(lib: Any, x: Any, w: Any, n_ops: int) -> Any:
+    """The forward half of `elementwise_program`: the `n_ops` ops and the sum
+    (benchmarks/bench_jit.py traces it)."""
     y = x
     for i in range(n_ops):
         kind = i % 8
@@ -62,9 +70,7 @@ def elementwise_program(lib: Any, x: Any, w: Any, n_ops: int) -> Any:
             y = lib.sin(y)
         else:
             y = y / 1.5
-    loss = y.sum()
-    loss.backward()
-    return loss
+    return y.sum()
 
 
 def bench_elementwise(lib: Any, device: str, numel: int, n_ops: int = 1000) -> Callable[[], Any]:

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 import minitorch
-import minitorch.data
+import minitorch.datasets
 
 
 def cpu_model() -> str:
@@ -67,7 +67,7 @@ def interleaved_best(
 
 # 1) the digits MLP ---------------------------------------------------------------------------
 def mlp_step(lib: Any, device: str, batch: int = 64) -> Callable[[], Any]:
-    digits = minitorch.data.load_digits()
+    digits = minitorch.datasets.load_digits()
     x = lib.tensor(digits.x_train[:batch].tolist(), device=device)
     y = lib.tensor(digits.y_train[:batch].tolist(), device=device)
     lib.manual_seed(0)
@@ -88,8 +88,10 @@ def mlp_step(lib: Any, device: str, batch: int = 64) -> Callable[[], Any]:
 
 # 2) an LSTM over packed sequences ----------------------------------------------------------------
 def lstm_step(lib: Any, device: str, batch: int = 32, hidden: int = 32) -> Callable[[], Any]:
-    sequences, labels = minitorch.data.make_sequences(n=batch, min_length=5, max_length=20, seed=0)
-    padded, lengths, labels = minitorch.data.pad_collate(list(zip(sequences, labels)))
+    sequences, labels = minitorch.datasets.make_sequences(
+        n=batch, min_length=5, max_length=20, seed=0
+    )
+    padded, lengths, labels = minitorch.datasets.pad_collate(list(zip(sequences, labels)))
     padded = lib.tensor(padded.tolist(), device=device)
     lengths = lib.tensor(lengths.tolist())  # lengths stay on the CPU, as PyTorch wants them
     labels = lib.tensor(labels.tolist(), device=device)

@@ -62,8 +62,10 @@ c.Autograde.sanitize_preprocessors = [
 
 # Autograde: a cell that kills the kernel (os._exit, a crash) is skipped and the rest graded,
 # instead of nbgrader's default of giving the whole notebook zero.
+# A warning on stderr in a test cell does not cost its points (solutions/instructor/fairness.py).
 c.Autograde.autograde_preprocessors = [
     "solutions.instructor.execute.ExecuteSurvivingCrashes",
+    "solutions.instructor.fairness.WarningsAreNotFailures",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -138,20 +138,27 @@ def numel(input: Tensor) -> "builtins.int":  # noqa: F821, A002
 
 def equal(input: Tensor, other: Tensor) -> "builtins.bool":  # noqa: F821, A002
     """True if both tensors have the same shape and the same elements (never recorded)."""
-    return _torch.equal(input._data, other._data)
+    from minitorch.ops.elementwise import whole_compare
+
+    return whole_compare("equal", input, other)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: "builtins.bool" = False) -> "builtins.bool":  # noqa: F821, A002 # fmt: skip
     """True if `|input - other| <= atol + rtol * |other|` everywhere (never recorded)."""
-    return _torch.allclose(input._data, other._data, rtol, atol, equal_nan)
+    from minitorch.ops.elementwise import whole_compare
+
+    return whole_compare("allclose", input, other, rtol, atol, equal_nan)
 
 
 __version__ = "0.1.0"
 
 # Submodules that pull in more code load on first use, so `import minitorch` stays fast and
 # `minitorch.nn.Linear` works after `import minitorch as torch`, as it does for PyTorch.
-_LAZY_SUBMODULES = ("nn", "optim", "data", "utils", "viz", "memory")
+# `data` is the former name of `datasets`, kept as a module that re-exports it.
+_LAZY_SUBMODULES = (
+    "nn", "optim", "datasets", "data", "utils", "viz", "memory", "jit", "autobatch"
+)  # fmt: skip
 _LAZY_ATTRIBUTES = {"save": "minitorch.serialization", "load": "minitorch.serialization"}
 
 
@@ -159,7 +166,15 @@ def __getattr__(name: str):
     import importlib
 
     if name in _LAZY_SUBMODULES:
-        return importlib.import_module(f"minitorch.{name}")
+        try:
+            return importlib.import_module(f"minitorch.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"minitorch.{name}":
+                raise  # the submodule is there, but something it imports is missing
+            # A submodule not written yet: a plain missing attribute, so that hasattr() works.
+            raise AttributeError(
+                f"module 'minitorch' has no attribute '{name}' (minitorch/{name} is missing)"
+            ) from None
     if name in _LAZY_ATTRIBUTES:
         return getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
     raise AttributeError(f"module 'minitorch' has no attribute '{name}'")

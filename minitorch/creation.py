@@ -2,7 +2,8 @@
 
 Each takes `dtype`, `device` and `requires_grad` like its PyTorch namesake; random numbers come
 from torch's generator, so `minitorch.manual_seed(0)` and `torch.manual_seed(0)` give the same
-values.
+values. None of them is a `Function`, so each is marked `@recorded_creation`: a forward record
+sees its calls as creation steps (NOTE [Forward record] in autograd/record.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd.record import recorded_creation
 from minitorch.tensor import Tensor, _shape_args
 
 
@@ -33,6 +35,7 @@ def _plain(data: Any) -> Any:
     return data
 
 
+@recorded_creation
 def tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:  # fmt: skip
     """A new tensor holding a copy of `data` (numbers, nested lists, numpy arrays, tensors)."""
@@ -43,12 +46,14 @@ def tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None,
     return _wrap(torch.tensor(plain, dtype=dtype, device=device), requires_grad)
 
 
+@recorded_creation
 def as_tensor(data: Any, dtype: torch.dtype | None = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor) and dtype in (None, data.dtype) and device is None:
         return data
     return Tensor._make(torch.as_tensor(_plain(data), dtype=dtype, device=device))
 
 
+@recorded_creation
 def from_numpy(array: Any) -> Tensor:
     """A tensor sharing memory with the numpy array."""
     return Tensor._make(torch.from_numpy(array))
@@ -63,9 +68,9 @@ def _factory(name: str) -> Any:
         data = torch_fn(_shape_args(size), dtype=dtype, device=device, **extra)
         return _wrap(data, requires_grad)
 
-    create.__name__ = name
+    create.__name__ = create.__qualname__ = name
     create.__doc__ = f"Like torch.{name}: a new tensor of the given size."
-    return create
+    return recorded_creation(create)
 
 
 zeros = _factory("zeros")
@@ -75,27 +80,32 @@ rand = _factory("rand")
 randn = _factory("randn")
 
 
+@recorded_creation
 def full(size: Any, fill_value: Any, *, dtype: torch.dtype | None = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:  # fmt: skip
     return _wrap(torch.full(tuple(size), fill_value, dtype=dtype, device=device), requires_grad)
 
 
+@recorded_creation
 def arange(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:  # fmt: skip
     return _wrap(torch.arange(*args, dtype=dtype, device=device), requires_grad)
 
 
+@recorded_creation
 def linspace(start: float, end: float, steps: int, *, dtype: torch.dtype | None = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:  # fmt: skip
     return _wrap(torch.linspace(start, end, steps, dtype=dtype, device=device), requires_grad)
 
 
+@recorded_creation
 def eye(n: int, m: int | None = None, *, dtype: torch.dtype | None = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:  # fmt: skip
     data = torch.eye(n, n if m is None else m, dtype=dtype, device=device)
     return _wrap(data, requires_grad)
 
 
+@recorded_creation
 def randint(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
             generator: Any = None) -> Tensor:  # fmt: skip
     """`randint(high, size)` or `randint(low, high, size)`."""
@@ -103,6 +113,7 @@ def randint(*args: Any, dtype: torch.dtype | None = None, device: Any = None,
     return Tensor._make(torch.randint(*args, dtype=dtype or torch.int64, device=device, **extra))
 
 
+@recorded_creation
 def randperm(n: int, *, generator: Any = None, dtype: torch.dtype | None = None,
              device: Any = None) -> Tensor:  # fmt: skip
     """A random ordering of `0 .. n-1` (int64), e.g. to shuffle a dataset by hand: `x[perm]`."""
@@ -118,9 +129,9 @@ def _like(name: str) -> Any:
         data = torch_fn(t._data, *args, dtype=dtype, device=device)
         return _wrap(data, requires_grad)
 
-    create.__name__ = name
+    create.__name__ = create.__qualname__ = name
     create.__doc__ = f"Like torch.{name}: a new tensor with the shape (dtype, device) of `t`."
-    return create
+    return recorded_creation(create)
 
 
 zeros_like = _like("zeros_like")

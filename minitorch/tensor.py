@@ -23,6 +23,12 @@ from minitorch.autograd import engine as _engine_module
 from minitorch.autograd import function as _function_module
 from minitorch.autograd import grad_mode
 from minitorch.autograd.function import AccumulateGrad, Node, RemovableHandle
+from minitorch.autograd.record import (
+    recorded_creation,
+    recorded_read,
+    report_opaque,
+    unrecorded,
+)
 
 dtype = torch.dtype
 device = torch.device
@@ -79,6 +85,9 @@ class Tensor:
         self._init(storage.detach(), None, False, 0, _Version())
         if requires_grad:
             self.requires_grad_(True)
+        recorder = _function_module._recorder
+        if recorder is not None:  # NOTE [Forward record]: a creation op
+            recorder.created(Tensor, data, {"requires_grad": requires_grad}, self)
 
     def _init(self, data: torch.Tensor, grad_fn: Node | None, requires_grad: bool,
               output_nr: int, version: _Version) -> None:  # fmt: skip
@@ -182,6 +191,7 @@ class Tensor:
             return
         self._retains_grad = True
         self.grad_fn._retain_grad_of(self)
+        report_opaque("retain_grad()")
 
     @property
     def retains_grad(self) -> bool:
@@ -199,6 +209,7 @@ class Tensor:
         else:
             hooks = self.grad_fn._tensor_hooks_for(self._output_nr)
         hooks.append(hook)
+        report_opaque("register_hook() on a tensor")
         return RemovableHandle(hooks, hook)
 
     def _gradient_edge(self) -> tuple[Node, int]:
@@ -222,7 +233,8 @@ class Tensor:
         their `.grad`. See `minitorch.autograd.backward`."""
         from minitorch.autograd import engine
 
-        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+        with unrecorded("backward()"):
+            engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
     def grad(self) -> Tensor | None:
@@ -261,6 +273,7 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        report_opaque("assignment to .data")
         self._data = value._data
         if _memory_watch is not None:
             _memory_watch(self)
@@ -325,6 +338,7 @@ class Tensor:
         `nbytes()` as in PyTorch."""
         return self._data.untyped_storage()
 
+    @recorded_read("item")
     def item(self) -> float | int | bool:
         """The value of a one-element tensor as a Python number."""
         if self._data.numel() != 1:
@@ -333,9 +347,11 @@ class Tensor:
             )
         return self._data.item()
 
+    @recorded_read("tolist")
     def tolist(self) -> Any:
         return self._data.tolist()
 
+    @recorded_read("numpy")
     def numpy(self) -> Any:
         if self._requires_grad:
             raise RuntimeError(
@@ -344,6 +360,7 @@ class Tensor:
             )
         return self._data.numpy()
 
+    @recorded_read("numpy")
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         array = self.numpy() if not self._data.is_cuda else self._data.cpu().numpy()
         return array if dtype is None else array.astype(dtype)
@@ -391,6 +408,7 @@ class Tensor:
     # ------------------------------------------------------------------------------------------
     # Printing and Python protocols
     # ------------------------------------------------------------------------------------------
+    @recorded_read("repr")
     def __repr__(self) -> str:
         text = repr(self._data)
         if self.grad_fn is not None:
@@ -401,11 +419,13 @@ class Tensor:
             return text
         return f"{text[:-1]}, {extra})"
 
+    @recorded_read("format")
     def __format__(self, spec: str) -> str:
         if self._data.dim() == 0:
             return format(self._data.item(), spec)
         return format(repr(self), spec)
 
+    @recorded_read("len")
     def __len__(self) -> int:
         if self._data.dim() == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -414,8 +434,10 @@ class Tensor:
     def __iter__(self) -> Iterator[Tensor]:
         if self._data.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
+        len(self)  # how many items: a value read for a record being made
         return iter(_ops.unbind(self, 0))
 
+    @recorded_read("bool")
     def __bool__(self) -> bool:
         if self._data.numel() != 1:
             how_many = "no values" if self._data.numel() == 0 else "more than one value"
@@ -424,12 +446,15 @@ class Tensor:
             )
         return bool(self._data.item())
 
+    @recorded_read("float")
     def __float__(self) -> float:
         return float(self.item())
 
+    @recorded_read("int")
     def __int__(self) -> int:
         return int(self.item())
 
+    @recorded_read("index")
     def __index__(self) -> int:
         if self.dtype.is_floating_point or self._data.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
@@ -776,25 +801,28 @@ class Tensor:
         return _ops.inplace(self, Tensor.masked_fill, mask, value)
 
     # Non-differentiable helpers ------------------------------------------------------------------
+    @recorded_creation
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return Tensor._make(self._data.new_zeros(_shape_args(size), dtype=dtype, device=device))
 
+    @recorded_creation
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return Tensor._make(self._data.new_ones(_shape_args(size), dtype=dtype, device=device))
 
+    @recorded_creation
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return Tensor._make(
             torch.as_tensor(data, dtype=dtype or self.dtype, device=device or self.device)
         )
 
     def any(self) -> Tensor:
-        return Tensor._make(self._data.any())
+        return _ops.predicate("any", self)
 
     def all(self) -> Tensor:
-        return Tensor._make(self._data.all())
+        return _ops.predicate("all", self)
 
     def isnan(self) -> Tensor:
-        return Tensor._make(self._data.isnan())
+        return _ops.predicate("isnan", self)
 
 
 def _shape_args(args: tuple) -> tuple:

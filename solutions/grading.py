@@ -15,8 +15,9 @@ import contextlib
 import functools
 import inspect
 import sys
+import types
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -96,26 +97,27 @@ def call_student(function: Callable, *args: Any, call: str) -> Any:
         raise Failure(f"{call} raised {type(error).__name__}: {error}") from None
 
 
-def grader(what: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def grader(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Wrap a check so that every failure reaches the student as a clean AssertionError.
 
-    `what` names the graded object in messages, e.g. "collect_nodes".
+    `what` names the graded object in messages, e.g. "collect_nodes". The check's return value
+    is passed on: None for full marks, or a number of points for partial credit (the hidden
+    test cell shows it as its result, which nbgrader reads as the cell's score).
 
     A check that takes `seed=` gets a fixed one derived from `what` when the caller passes none,
     so grading the same submission twice gives the same score (re-running a class's autograde
     must not change anyone's grade); tests pass other seeds to try many random cases.
     """
 
-    def wrap(check: Callable[..., None]) -> Callable[..., None]:
+    def wrap(check: Callable[..., Any]) -> Callable[..., Any]:
         takes_seed = "seed" in inspect.signature(check).parameters
 
         @functools.wraps(check)
-        def run(answer: Any, **options: Any) -> None:
+        def run(answer: Any, **options: Any) -> Any:
             if takes_seed and options.get("seed") is None:
                 options["seed"] = zlib.crc32(what.encode())
             try:
-                check(answer, **options)
-                return
+                return check(answer, **options)
             except Failure as failure:
                 message = str(failure)
             except NotImplementedError:
@@ -132,8 +134,49 @@ def grader(what: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     return wrap
 
 
+def with_globals(function: Callable, **names: Any) -> Callable:
+    """A copy of the student's `function` that sees `names` in place of the globals of those
+    names, e.g. the reference versions of the earlier exercises it builds on, so that a mistake
+    there does not cost this exercise too. Functions it defines when called see them as well."""
+    namespace = dict(function.__globals__)
+    namespace.update(names)
+    copy = types.FunctionType(
+        function.__code__, namespace, function.__name__, function.__defaults__,
+        function.__closure__,
+    )  # fmt: skip
+    copy.__kwdefaults__ = function.__kwdefaults__
+    return copy
+
+
 def check_callable(answer: Any, what: str) -> None:
     """Fail unless the student's answer is a function (or other callable)."""
     expect(
         callable(answer), f"expected a function, got {type(answer).__name__}: did you pass {what}?"
     )
+
+
+# -------------------------------------------------------------------------------------------------
+# Prediction exercises: the student predicts what each snippet does; the truth comes from running
+# the snippet on both libraries.
+# -------------------------------------------------------------------------------------------------
+def predictions_for(answer: Any, function_name: str, keys: Iterable[str], what: str) -> Mapping:
+    """Call the student's `function_name()` and check that it returned a dict with a prediction
+    for every key (`what` names one item in messages, e.g. "snippet")."""
+    check_callable(answer, function_name)
+    predictions = call_student(answer, call=f"{function_name}()")
+    expect(
+        isinstance(predictions, Mapping),
+        f"{function_name}() must return a dict, it returned {type(predictions).__name__}.",
+    )
+    missing = sorted(set(keys) - set(predictions))
+    expect(not missing, f"no prediction for {what}(s) {', '.join(map(repr, missing))}.")
+    return predictions
+
+
+def observed(key: str, run: Callable[[Any], Any]) -> Any:
+    """What `run(lib)` finds for item `key`, the same on PyTorch and minitorch. A difference is
+    a minitorch regression, never the student's fault, so it stops the grader."""
+    outcomes = {run(lib) for lib in LIBRARIES}
+    if len(outcomes) != 1:
+        raise RuntimeError(f"{key!r} behaves differently in PyTorch and minitorch")
+    return outcomes.pop()

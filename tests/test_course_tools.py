@@ -120,7 +120,7 @@ def test_clean_release_has_no_leaks(course_copy: Path, secrets: set[str]) -> Non
 
 
 def test_solution_line_in_release_is_a_leak(course_copy: Path, secrets: set[str]) -> None:
-    reference = (REPO_ROOT / "solutions" / NOTEBOOK_1 / "reference.py").read_text()
+    reference = (REPO_ROOT / "course" / "notebooks" / f"{NOTEBOOK_1}.py").read_text()
     line = next(line for line in reference.splitlines() if leaks._normalize(line) in secrets)
     nb = nbformat.read(_release_path(course_copy), as_version=4)
     nb.cells.append(new_code_cell(f"def helper():\n{line}\n"))
@@ -139,6 +139,23 @@ def test_markers_and_grader_imports_in_release_are_leaks(
     nb.cells.append(new_markdown_cell(planted))
     nbformat.write(nb, _release_path(course_copy))
     assert leaks.scan_release(open_course(course_copy), secrets)
+
+
+def test_notebook_source_in_release_is_a_leak(course_copy: Path, secrets: set[str]) -> None:
+    """nbgrader copies every file of a source folder: a notebook's percent source put there
+    would ship its solutions, and the scan must say so."""
+    source = REPO_ROOT / "course" / "notebooks" / f"{NOTEBOOK_1}.py"
+    planted = course_copy / "release" / NOTEBOOK_1 / source.name
+    planted.write_text(source.read_text())
+    found = leaks.scan_release(open_course(course_copy), secrets)
+    assert {leak.where for leak in found} == {str(planted)}
+    assert any("BEGIN SOLUTION" in leak.what for leak in found)
+    assert any("secret line" in leak.what for leak in found)
+
+
+def test_release_holds_only_the_notebook(released_course: Path) -> None:
+    release = released_course / "release" / NOTEBOOK_1
+    assert [p.name for p in release.iterdir()] == [f"{NOTEBOOK_1}.ipynb"]
 
 
 def test_grader_code_in_feedback_is_a_leak(course_copy: Path, secrets: set[str]) -> None:
@@ -387,6 +404,26 @@ def test_grade_also_grades_submissions_collected_earlier(tmp_path: Path) -> None
     assert [line.split() for line in table[1:3]] == [
         ["folder-student", "0", "1", "-"],
         ["zip-student", "0", "1", "-"],
+    ]
+
+
+# --- fairness: a warning never costs points ---------------------------------------------------
+def test_a_warning_in_a_test_cell_costs_no_points(tmp_path: Path) -> None:
+    """nbgrader scores a cell that wrote to stderr 0: a correct answer that warns (as
+    `float(t)` on a tensor that requires grad does) used to lose all its points."""
+    course = _released_tiny_course(tmp_path / "course")
+    for student, answer in (("warns", 'warnings.warn("careful")\n    return 2 * x'),
+                            ("wrong", 'warnings.warn("careful")\n    return 3 * x')):  # fmt: skip
+        path = _tiny_submission(tmp_path / "inbox", student)
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[0].source = f"import warnings\n\n\ndef double(x):\n    {answer}\n"
+        nbformat.write(nb, path)
+    code, output = run_cli_all("--course", course, "grade", "tiny", "--from", tmp_path / "inbox")
+    assert code == 0, output
+    table = output[output.index("\nstudent ") + 1 :].splitlines()
+    assert [line.split() for line in table[1:3]] == [
+        ["warns", "1", "1", "-"],
+        ["wrong", "0", "1", "-"],
     ]
 
 

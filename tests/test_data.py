@@ -1,4 +1,4 @@
-"""minitorch.utils.data against torch.utils.data, and the offline datasets of minitorch.data.
+"""minitorch.utils.data against torch.utils.data, and the offline datasets of minitorch.datasets.
 
 The DataLoader must give exactly torch's batches, in torch's order, for the same seeds (with a
 generator, and with the global random state, which must also be left as torch leaves it).
@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minitorch
-from minitorch import data as mdata
+from minitorch import datasets
 from minitorch.utils.data import DataLoader, TensorDataset
 
 
@@ -110,9 +110,21 @@ def test_custom_collate_fn_receives_the_list_of_samples():
     assert list(loader) == [2, 2, 1]
 
 
-def test_minitorch_data_offers_the_utils_data_names():
+def test_minitorch_datasets_offers_the_utils_data_names():
     for name in ("Dataset", "TensorDataset", "DataLoader", "default_collate", "random_split"):
-        assert getattr(mdata, name) is getattr(minitorch.utils.data, name)
+        assert getattr(datasets, name) is getattr(minitorch.utils.data, name)
+
+
+def test_minitorch_data_is_the_old_name_of_datasets():
+    """Existing code and the course notebooks import `minitorch.data`: it offers the same
+    objects, by every import form."""
+    import minitorch.data
+    from minitorch.data import ExprTree, make_spirals
+
+    assert minitorch.data.__all__ == datasets.__all__
+    for name in datasets.__all__:
+        assert getattr(minitorch.data, name) is getattr(datasets, name), name
+    assert ExprTree is datasets.ExprTree and make_spirals is datasets.make_spirals
 
 
 def test_loader_errors():
@@ -158,7 +170,7 @@ def test_pad_collate_pads_like_pad_sequence(batch_first):
     lengths = [3, 5, 1, 4]
     sequences = [torch.randn(n, 2, generator=gen) for n in lengths]
     batch = [(minitorch.Tensor(s), label) for s, label in zip(sequences, [0, 1, 1, 0])]
-    collate = functools.partial(mdata.pad_collate, batch_first=batch_first, padding_value=-9.0)
+    collate = functools.partial(datasets.pad_collate, batch_first=batch_first, padding_value=-9.0)
     padded, m_lengths, labels = (
         DataLoader(batch, batch_size=4, collate_fn=collate).__iter__().__next__()
     )
@@ -175,21 +187,21 @@ def test_pad_collate_pads_like_pad_sequence(batch_first):
 
 def test_random_split_matches_torch():
     for lengths in ([3, 7], [0.25, 0.75], [0.3, 0.3, 0.4]):
-        m_parts = mdata.random_split(range(10), lengths, minitorch.Generator().manual_seed(1))
+        m_parts = datasets.random_split(range(10), lengths, minitorch.Generator().manual_seed(1))
         t_parts = tdata.random_split(range(10), lengths, torch.Generator().manual_seed(1))
         assert [list(p) for p in m_parts] == [list(p) for p in t_parts]
     with pytest.raises(ValueError, match="Sum of input lengths does not equal"):
-        mdata.random_split(range(10), [3, 3])
+        datasets.random_split(range(10), [3, 3])
 
 
 # Offline datasets ---------------------------------------------------------------------------------
 def test_load_digits_gives_a_fixed_split():
-    split = mdata.load_digits()
+    split = datasets.load_digits()
     assert [t.shape for t in split] == [(1437, 64), (1437,), (360, 64), (360,)]
     assert split.x_train.dtype == minitorch.float32 and split.y_train.dtype == minitorch.int64
     assert 0.0 <= split.x_train.min().item() and split.x_train.max().item() <= 1.0
     assert set(split.y_test.tolist()) == set(range(10))
-    again = mdata.load_digits(images=True)
+    again = datasets.load_digits(images=True)
     assert again.x_train.shape == (1437, 1, 8, 8)
     assert torch.equal(again.x_train._data.reshape(1437, 64), split.x_train._data)
     from sklearn.datasets import load_digits
@@ -202,18 +214,18 @@ def test_load_digits_gives_a_fixed_split():
 def test_spirals_are_seeded_and_not_linearly_separable():
     from sklearn.linear_model import LogisticRegression
 
-    x, y = mdata.make_spirals(n=600, classes=3, noise=0.1, seed=5)
+    x, y = datasets.make_spirals(n=600, classes=3, noise=0.1, seed=5)
     assert x.shape == (600, 2) and x.dtype == minitorch.float32 and y.dtype == minitorch.int64
     assert torch.bincount(y._data).tolist() == [200, 200, 200]
-    assert torch.equal(mdata.make_spirals(600, 3, 0.1, seed=5)[0]._data, x._data)
-    assert not torch.equal(mdata.make_spirals(600, 3, 0.1, seed=6)[0]._data, x._data)
+    assert torch.equal(datasets.make_spirals(600, 3, 0.1, seed=5)[0]._data, x._data)
+    assert not torch.equal(datasets.make_spirals(600, 3, 0.1, seed=6)[0]._data, x._data)
     linear = LogisticRegression(max_iter=500).fit(x.numpy(), y.numpy())
     assert linear.score(x.numpy(), y.numpy()) < 0.7
 
 
 def test_sequences_follow_their_contract():
     before = torch.get_rng_state()
-    sequences, labels = mdata.make_sequences(
+    sequences, labels = datasets.make_sequences(
         n=300, min_length=4, max_length=9, marker_window=2, noise_features=2, seed=1
     )
     assert torch.equal(torch.get_rng_state(), before), "the global random state must not change"
@@ -228,21 +240,21 @@ def test_sequences_follow_their_contract():
         assert set(steps[:, 1].tolist()) <= {-1.0, 1.0}
         assert label == int(steps[marked[0], 1] > 0)
     with pytest.raises(ValueError, match="marker_window <= min_length"):
-        mdata.make_sequences(n=2, min_length=2, marker_window=3)
+        datasets.make_sequences(n=2, min_length=2, marker_window=3)
 
 
 def test_expression_trees_evaluate_to_their_targets():
-    trees, targets = mdata.make_expression_trees(n=100, max_depth=4, ops="+-*", seed=3)
+    trees, targets = datasets.make_expression_trees(n=100, max_depth=4, ops="+-*", seed=3)
     assert targets.shape == (100,) and targets.dtype == minitorch.float32
     for tree, target in zip(trees, targets.tolist()):
         assert not tree.is_leaf and 1 <= tree.depth() <= 4
         assert tree.evaluate() == pytest.approx(target, rel=1e-6, abs=1e-6)
         assert eval(str(tree)) == pytest.approx(tree.evaluate()), str(tree)  # printed = Python
     assert len({tree.size() for tree in trees}) > 5, "trees should differ in shape"
-    additions, _ = mdata.make_expression_trees(n=20, ops="+", seed=3)
+    additions, _ = datasets.make_expression_trees(n=20, ops="+", seed=3)
 
     def ops_in(tree):
         return set() if tree.is_leaf else {tree.op} | ops_in(tree.left) | ops_in(tree.right)
 
     assert set().union(*(ops_in(t) for t in additions)) == {"+"}
-    assert str(mdata.make_expression_trees(n=5, seed=3)[0][0]) == str(trees[0])
+    assert str(datasets.make_expression_trees(n=5, seed=3)[0][0]) == str(trees[0])

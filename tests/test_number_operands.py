@@ -1,7 +1,7 @@
 """A Python number in a binary op gives bit-for-bit PyTorch's result.
 
 minitorch hands torch a cached 0-d tensor instead of the number where that is faster
-(`ops._util.number_storage`); these tests prove the results are identical, in both operand orders
+(`ops.scalars.number_storage`); these tests prove the results are identical, in both operand orders
 and for every dtype, including the cases that bypass the cache (zero, -0.0, NaN, big ints)."""
 
 import math

@@ -1,6 +1,6 @@
 """Real models train on minitorch: an MLP on the digits and an LSTM over packed sequences.
 
-Both use only minitorch (nn, optim, data) and fixed seeds, so each run is the same. The tests
+Both use only minitorch (nn, optim, datasets) and fixed seeds, so each run is the same. The tests
 check test-set accuracy only (never time); each trains in seconds on 2 CPU cores.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import minitorch
 import minitorch.nn as nn
 import minitorch.nn.functional as F
-from minitorch import data
+from minitorch import datasets
 
 
 def accuracy(logits: minitorch.Tensor, labels: minitorch.Tensor) -> float:
@@ -18,12 +18,12 @@ def accuracy(logits: minitorch.Tensor, labels: minitorch.Tensor) -> float:
 
 def test_mlp_reaches_95_percent_on_digits():
     minitorch.manual_seed(0)
-    digits = data.load_digits()
+    digits = datasets.load_digits()
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     optimizer = minitorch.optim.Adam(model.parameters(), lr=0.01)
     scheduler = minitorch.optim.lr_scheduler.StepLR(optimizer, step_size=4, gamma=0.3)
-    loader = data.DataLoader(
-        data.TensorDataset(digits.x_train, digits.y_train),
+    loader = datasets.DataLoader(
+        datasets.TensorDataset(digits.x_train, digits.y_train),
         batch_size=64,
         shuffle=True,
         generator=minitorch.Generator().manual_seed(0),
@@ -59,15 +59,19 @@ class SequenceClassifier(nn.Module):
 
 def test_lstm_reaches_95_percent_on_variable_length_sequences():
     minitorch.manual_seed(0)
-    train_sequences, train_labels = data.make_sequences(n=800, min_length=5, max_length=20, seed=0)
-    test_sequences, test_labels = data.make_sequences(n=400, min_length=5, max_length=20, seed=1)
+    train_sequences, train_labels = datasets.make_sequences(
+        n=800, min_length=5, max_length=20, seed=0
+    )
+    test_sequences, test_labels = datasets.make_sequences(
+        n=400, min_length=5, max_length=20, seed=1
+    )
     model = SequenceClassifier(features=train_sequences[0].shape[1], hidden=16, classes=2)
     optimizer = minitorch.optim.Adam(model.parameters(), lr=0.05)
-    loader = data.DataLoader(
+    loader = datasets.DataLoader(
         list(zip(train_sequences, train_labels)),
         batch_size=32,
         shuffle=True,
-        collate_fn=data.pad_collate,
+        collate_fn=datasets.pad_collate,
         generator=minitorch.Generator().manual_seed(0),
     )
     for _ in range(4):
@@ -75,7 +79,7 @@ def test_lstm_reaches_95_percent_on_variable_length_sequences():
             optimizer.zero_grad()
             F.cross_entropy(model(padded, lengths), labels).backward()
             optimizer.step()
-    padded, lengths, labels = data.pad_collate(list(zip(test_sequences, test_labels)))
+    padded, lengths, labels = datasets.pad_collate(list(zip(test_sequences, test_labels)))
     with minitorch.no_grad():
         test_accuracy = accuracy(model(padded, lengths), labels)
     assert test_accuracy >= 0.95, f"test accuracy {test_accuracy:.3f}"

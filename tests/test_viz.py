@@ -264,3 +264,24 @@ def test_deep_graph_needs_no_recursion():
     text = viz.format_graph(y)
     assert text.count("MulBackward0") == 5001  # and once in the first line
     assert max(len(line) for line in text.splitlines()) < 100
+
+
+def test_program_dot_draws_every_step_and_guard_in_running_order() -> None:
+    from minitorch.autograd.record import record_call
+
+    minitorch.manual_seed(0)
+    layer = minitorch.nn.Linear(3, 2).double()
+
+    def clipped(x):
+        y = layer(x).tanh()
+        return y * 2 if y.sum() > 0 else y - 1
+
+    x = minitorch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    program, _ = record_call(clipped, x)
+    dot = minitorch.viz.program_dot(program, guards="tensor 'x': [1, 3]", title="clipped")
+    source = dot.source
+    assert source == minitorch.viz.program_dot(program, "tensor 'x': [1, 3]", "clipped").source
+    for text in ("%0 input", "%1 captured", "= Linear", "= Tanh", "guard: bool(%", "output 0"):
+        assert text in source, text
+    assert "guards checked before a replay" in source
+    assert source.index("= Linear") < source.index("= Tanh") < source.index("guard: bool")

@@ -2,22 +2,24 @@
 
 1. Discover every node reachable from the roots and count, for each node, how many edges point
    at it (its dependencies).
-2. Keep a queue of ready nodes (all their consumers have run, so their gradient is complete).
-   Among ready nodes, the most recently created runs first, as in PyTorch.
-3. Running a node: apply tensor hooks, retained grads and prehooks to the summed gradient of its
-   outputs, call the node's backward, apply its hooks, free its saved tensors (unless
-   retain_graph), and add each resulting gradient to the buffer of the next node.
-4. An `AccumulateGrad` node adds its gradient into its leaf's `.grad`.
+2. Take a ready node: all its consumers have run, so its gradient is complete. Among ready nodes,
+   the most recently created runs first, as in PyTorch.
+3. Run it. Tensor hooks, retained grads and prehooks see its gradient first. An `AccumulateGrad`
+   node then adds the gradient into its leaf's `.grad`; any other node calls its backward, runs
+   its hooks and frees its saved tensors (unless retain_graph).
+4. Add each gradient it returns to the buffer of the next node, whose count of dependencies goes
+   down by one; at zero that node is ready.
 
-`grad()` and `backward(inputs=...)` capture the gradient arriving at given tensors instead, and
-only run the nodes that lead to them.
+See NOTE [Dependency counting and the ready queue] below. `grad()` and `backward(inputs=...)`
+capture the gradient arriving at given tensors instead, and only run the nodes that lead to them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -151,6 +153,24 @@ def _roots(outputs: list, grads: list) -> tuple[list[Edge], list[Tensor]]:
 # ----------------------------------------------------------------------------------------------
 # The walk
 # ----------------------------------------------------------------------------------------------
+# NOTE [Dependency counting and the ready queue]
+# A node may run only once its gradient is complete: after every node that consumes one of its
+# outputs (every node with an edge to it) has run and sent its share. Rather than sorting the
+# graph first, the engine counts and waits (Kahn's algorithm, as in notebook 2):
+#
+# - `_count_dependencies` walks the graph once from the roots, with a list as a stack (no
+#   recursion, so a 100,000-op chain is fine), and counts for each node the edges pointing at
+#   it. `x * x` gives its input two edges, so two dependencies.
+# - Each time a node has run, the count of every child goes down by one per edge, whether a
+#   gradient went along that edge or not (None, or a part of the graph that `grad()` does not
+#   need): a count tracks consumers that have run, not gradients received. At zero the child is
+#   ready. A root that another root leads to waits for it like any other node.
+# - Gradients that arrive before their node is ready wait in `buffers`, one slot per output of
+#   the node, summed as they come (`_add_to_buffer`): fan-out in forward is a sum in backward.
+# - Ready nodes wait in a heap keyed by `-sequence_nr`, so among them the most recently recorded
+#   runs first, as in PyTorch. A leaf's `AccumulateGrad` has a sequence number above every op's
+#   (function.py), so a leaf's `.grad` is written as soon as its gradient is complete. Any
+#   topological order gives the same gradients; this one also gives PyTorch's order of hooks.
 def _count_dependencies(roots: Iterable[Node]) -> dict[Node, int]:
     """For every node reachable from the roots: how many edges of the graph point at it."""
     dependencies: dict[Node, int] = {}
@@ -166,6 +186,162 @@ def _count_dependencies(roots: Iterable[Node]) -> dict[Node, int]:
                 seen.add(child)
                 stack.append(child)
     return dependencies
+
+
+def _execute(
+    roots: list[Edge],
+    root_grads: list[Tensor],
+    keep_graph: bool,
+    create_graph: bool,
+    targets: list[Edge] | None,
+    run_targets: bool = False,
+) -> list[Tensor | None]:
+    """Run backward from `roots`. Without `targets`, accumulate into every leaf reached. With
+    `targets`, run only the nodes leading to them and return the gradient arriving at each
+    target edge; the targets' own nodes run too (so leaves among them accumulate) only if
+    `run_targets`, as PyTorch does for `backward(inputs=...)` but not for `grad()`.
+
+    The loop is the module docstring's four steps. Features that most nodes do not use (hooks,
+    retain_grad, targets) are tested inline, so a node without them pays no function call.
+    """
+    # See NOTE [Dependency counting and the ready queue]
+    root_nodes = [node for node, _ in roots]
+    # 1. Count the dependencies of every node.
+    dependencies = _count_dependencies(root_nodes)
+    buffers: dict[Node, list] = {}
+    for (node, nr), g in zip(roots, root_grads):
+        _add_to_buffer(buffers, node, nr, g)
+    plan = None if targets is None else _TargetPlan(root_nodes, targets, run_targets)
+    ready: list = []
+    for node in dict.fromkeys(root_nodes):  # each root once
+        if dependencies.get(node, 0) == 0:
+            heapq.heappush(ready, (-node.sequence_nr, node))
+
+    with _grad_mode_for_backward(create_graph):
+        while ready:
+            # 2. Take a ready node: its gradient is complete.
+            node = heapq.heappop(ready)[1]
+            grads = buffers.pop(node, None) or [None] * _output_count(node)
+            is_leaf = isinstance(node, AccumulateGrad)
+            runs = plan is None or node in plan.runnable
+
+            # 3. Run it: first what sees its gradient (tensor hooks, retain_grad, prehooks) ...
+            if (
+                node._prehooks
+                or node._tensor_prehooks
+                or node._retained
+                or (is_leaf and node.variable._hooks)
+            ):
+                # A node that does not run still applies the tensor hooks of its outputs (a
+                # target's own hooks), but not its node prehooks: PyTorch's behaviour.
+                grads = _run_prehooks(node, grads, create_graph, node_prehooks=runs)
+            if plan is not None:
+                plan.capture(node, grads)
+            # ... then, for a leaf, accumulation into `.grad` ...
+            if is_leaf:
+                if runs:
+                    _run_accumulate(node, grads[0], create_graph)
+                continue  # a leaf's node has no next_functions
+            # ... or else the node's backward and its hooks. A node that no gradient reached
+            # passes None on without running.
+            if runs and _any_gradient(grads):
+                grad_inputs = _call_node(node, grads)
+                if node._hooks:
+                    grad_inputs = _run_hooks(node, grad_inputs, grads)
+            else:
+                grad_inputs = (None,) * len(node.next_functions)
+            if not keep_graph:
+                node.release_saved()
+
+            # 4. Pass each input gradient on; a child whose count reaches zero is ready.
+            for (child, nr), g in zip(node.next_functions, grad_inputs):
+                if child is None:
+                    continue
+                if g is not None and (plan is None or child in plan.leading):
+                    _add_to_buffer(buffers, child, nr, g)
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
+                    heapq.heappush(ready, (-child.sequence_nr, child))
+    return [] if plan is None else plan.captured
+
+
+# ----------------------------------------------------------------------------------------------
+# Gradient buffers
+# ----------------------------------------------------------------------------------------------
+def _output_count(node: Node) -> int:
+    return len(node._output_meta)
+
+
+def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:
+    """Sum the gradients arriving at one output of a node (fan-out in forward = sum here)."""
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * _output_count(node)
+    current = buffer[nr]
+    if current is None:
+        buffer[nr] = grad
+    elif grad_mode._state.grad_enabled:  # create_graph: the sum is part of the new graph
+        buffer[nr] = current + grad
+    else:
+        buffer[nr] = _Tensor._make(current._data + grad._data)
+
+
+def _any_gradient(grads: list) -> bool:
+    """True if at least one output of the node received a gradient."""
+    for g in grads:
+        if g is not None:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# create_graph
+# ----------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _grad_mode_for_backward(create_graph: bool) -> Iterator[None]:
+    """Backward formulas are minitorch ops: with `create_graph` they are recorded (so the
+    gradients can be differentiated again), otherwise they run in no-grad mode. The previous
+    grad mode comes back on exit."""
+    previous = grad_mode._state.grad_enabled
+    grad_mode._state.grad_enabled = create_graph
+    try:
+        yield
+    finally:
+        grad_mode._state.grad_enabled = previous
+
+
+# ----------------------------------------------------------------------------------------------
+# grad() and backward(inputs=...)
+# ----------------------------------------------------------------------------------------------
+class _TargetPlan:
+    """Where `grad()` and `backward(inputs=...)` want gradients, and which part of the graph has
+    to run to produce them.
+
+    `runnable`: the nodes that run (the others only pass None on). `leading`: the nodes from
+    which a target can be reached; gradients are buffered for them only. `captured[i]`: the
+    gradient that arrived at the target edge `targets[i]` (None if none did).
+    """
+
+    def __init__(self, root_nodes: list[Node], targets: list[Edge], run_targets: bool) -> None:
+        self._capture_at: dict[Edge, list[int]] = {}  # an input may be listed more than once
+        for index, edge in enumerate(targets):
+            self._capture_at.setdefault(edge, []).append(index)
+        goals = {node for node, _ in targets}
+        leading = _nodes_leading_to(root_nodes, goals)
+        # A target node itself only needs to run if other targets lie behind it, or when asked
+        # to (`backward(inputs=...)`, so that leaves among the targets accumulate).
+        runnable = {n for n in leading if any(c in leading for c, _ in n.next_functions)}
+        if run_targets:
+            runnable |= goals
+        self.leading = leading
+        self.runnable = runnable
+        self.captured: list[Tensor | None] = [None] * len(targets)
+
+    def capture(self, node: Node, grads: list) -> None:
+        """Keep the gradients of `node`'s outputs that are target edges."""
+        for nr, g in enumerate(grads):
+            for index in self._capture_at.get((node, nr), ()):
+                self.captured[index] = g
 
 
 def _nodes_leading_to(roots: Iterable[Node], goals: set[Node]) -> set[Node]:
@@ -192,128 +368,21 @@ def _nodes_leading_to(roots: Iterable[Node], goals: set[Node]) -> set[Node]:
     return leading
 
 
-def _execute(
-    roots: list[Edge],
-    root_grads: list[Tensor],
-    keep_graph: bool,
-    create_graph: bool,
-    targets: list[Edge] | None,
-    run_targets: bool = False,
-) -> list[Tensor | None]:
-    """Run backward from `roots`. Without `targets`, accumulate into every leaf reached. With
-    `targets`, run only the nodes leading to them and return the gradient arriving at each
-    target edge; the targets' own nodes run too (so leaves among them accumulate) only if
-    `run_targets`, as PyTorch does for `backward(inputs=...)` but not for `grad()`."""
-    root_nodes = [node for node, _ in roots]
-    dependencies = _count_dependencies(root_nodes)
-    buffers: dict[Node, list] = {}
-    for (node, nr), g in zip(roots, root_grads):
-        _add_to_buffer(buffers, node, nr, g)
-
-    capture: dict[Edge, list[int]] = {}  # an input may be listed more than once
-    runnable: set[Node] | None = None
-    goals: set[Node] = set()
-    if targets is not None:
-        for index, edge in enumerate(targets):
-            capture.setdefault(edge, []).append(index)
-        goals = {node for node, _ in targets}
-        leading = _nodes_leading_to(root_nodes, goals)
-        # A target node itself only needs to run if other targets lie behind it.
-        runnable = {n for n in leading if any(c in leading for c, _ in n.next_functions)}
-    captured: list[Tensor | None] = [None] * (len(targets) if targets else 0)
-
-    ready: list = []
-    for node in dict.fromkeys(root_nodes):
-        if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.sequence_nr, node))
-
-    previous = grad_mode._state.grad_enabled
-    grad_mode._state.grad_enabled = create_graph
-    try:
-        while ready:
-            node = heapq.heappop(ready)[1]
-            grads = buffers.pop(node, None) or [None] * _output_count(node)
-            is_leaf = isinstance(node, AccumulateGrad)
-            # With targets, a node that does not run still applies the tensor hooks of its
-            # outputs (the target's own hooks), but not its node hooks: PyTorch's behaviour.
-            runs = runnable is None or node in runnable or (run_targets and node in goals)
-            if (
-                node._prehooks
-                or node._tensor_prehooks
-                or node._retained
-                or (is_leaf and node.variable._hooks)
-            ):
-                grads = _run_prehooks(node, grads, create_graph, node_prehooks=runs)
-            if capture:
-                for nr, g in enumerate(grads):
-                    for index in capture.get((node, nr), ()):
-                        captured[index] = g
-            if is_leaf:
-                if runs:
-                    _run_accumulate(node, grads[0], create_graph)
-                continue
-            if not runs:
-                grad_inputs: tuple = (None,) * len(node.next_functions)
-            elif _all_none(grads):
-                grad_inputs = (None,) * len(node.next_functions)
-            else:
-                grad_inputs = _call_node(node, grads)
-                for hook in node._hooks:
-                    result = hook(grad_inputs, tuple(grads))
-                    if result is not None:
-                        grad_inputs = tuple(result)
-            if not keep_graph:
-                node.release_saved()
-            for (child, nr), g in zip(node.next_functions, grad_inputs):
-                if child is None:
-                    continue
-                if g is not None and (runnable is None or child in leading):
-                    _add_to_buffer(buffers, child, nr, g)
-                dependencies[child] -= 1
-                if dependencies[child] == 0:
-                    heapq.heappush(ready, (-child.sequence_nr, child))
-    finally:
-        grad_mode._state.grad_enabled = previous
-    return captured
-
-
-def _all_none(grads: list) -> bool:
-    for g in grads:
-        if g is not None:
-            return False
-    return True
-
-
-def _output_count(node: Node) -> int:
-    return len(node._output_meta)
-
-
-def _add_to_buffer(buffers: dict, node: Node, nr: int, grad: Tensor) -> None:
-    """Sum the gradients arriving at one output of a node (fan-out in forward = sum here)."""
-    buffer = buffers.get(node)
-    if buffer is None:
-        buffer = buffers[node] = [None] * _output_count(node)
-    current = buffer[nr]
-    if current is None:
-        buffer[nr] = grad
-    elif grad_mode._state.grad_enabled:  # create_graph: the sum is part of the new graph
-        buffer[nr] = current + grad
-    else:
-        buffer[nr] = _Tensor._make(current._data + grad._data)
-
-
+# ----------------------------------------------------------------------------------------------
+# Hooks and retain_grad
+# ----------------------------------------------------------------------------------------------
 def _run_prehooks(node: Node, grads: list, create_graph: bool, node_prehooks: bool) -> list:
-    """Tensor hooks (per output), then retained grads, then node prehooks: PyTorch's order."""
+    """What sees a node's gradient before the node runs, in PyTorch's order: the hooks of the
+    tensors it is the gradient of, retained grads, then (if `node_prehooks`) the node's
+    prehooks. A hook that returns a value replaces the gradient."""
     if isinstance(node, AccumulateGrad):
         hooks = node.variable._hooks
         if hooks:
             grads = _apply_tensor_hooks(hooks, grads, 0)
     for nr, hooks in node._tensor_prehooks.items():
         grads = _apply_tensor_hooks(hooks, grads, nr)
-    for nr, ref in node._retained.items():
-        tensor = ref()
-        if tensor is not None and grads[nr] is not None:
-            _accumulate(tensor, grads[nr], create_graph)
+    if node._retained:
+        _retain_grads(node, grads, create_graph)
     for hook in node._prehooks if node_prehooks else ():
         result = hook(tuple(grads))
         if result is not None:
@@ -322,6 +391,7 @@ def _run_prehooks(node: Node, grads: list, create_graph: bool, node_prehooks: bo
 
 
 def _apply_tensor_hooks(hooks: list, grads: list, nr: int) -> list:
+    """`tensor.register_hook`: each hook sees (and may replace) the gradient of output `nr`."""
     if grads[nr] is None:
         return grads
     grads = list(grads)
@@ -332,7 +402,31 @@ def _apply_tensor_hooks(hooks: list, grads: list, nr: int) -> list:
     return grads
 
 
+def _retain_grads(node: Node, grads: list, create_graph: bool) -> None:
+    """`retain_grad()`: each non-leaf output of `node` that asked for it (and is still alive)
+    gets its gradient added to its `.grad`, after its tensor hooks ran."""
+    for nr, ref in node._retained.items():
+        tensor = ref()
+        if tensor is not None and grads[nr] is not None:
+            _accumulate(tensor, grads[nr], create_graph)
+
+
+def _run_hooks(node: Node, grad_inputs: tuple, grads: list) -> tuple:
+    """`node.register_hook`: each hook sees the node's input and output gradients after it ran;
+    one that returns a tuple replaces the input gradients."""
+    for hook in node._hooks:
+        result = hook(grad_inputs, tuple(grads))
+        if result is not None:
+            grad_inputs = tuple(result)
+    return grad_inputs
+
+
+# ----------------------------------------------------------------------------------------------
+# Leaves
+# ----------------------------------------------------------------------------------------------
 def _run_accumulate(node: AccumulateGrad, grad: Tensor | None, create: bool) -> None:
+    """Run a leaf's `AccumulateGrad` node: add `grad` into the leaf's `.grad`, then call the
+    node's hooks. Nothing happens if no gradient reached the leaf."""
     if grad is None:
         return
     _accumulate(node.variable, grad, create)
@@ -358,16 +452,27 @@ def _accumulate(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
         current._version_counter.value += 1
 
 
+# ----------------------------------------------------------------------------------------------
+# Calling a node's backward
+# ----------------------------------------------------------------------------------------------
 def _call_node(node: Node, grads: list) -> tuple:
-    """Call the node's backward on its output gradients (missing ones become zeros)."""
+    """Call the node's backward on its output gradients (missing ones become zeros unless the
+    node turned `materialize_grads` off). Saved tensors are checked against in-place changes
+    when the backward unpacks them (function.py), not here."""
     Tensor = _Tensor
     if node.materialize_grads:
         for nr, g in enumerate(grads):
             if g is None:
                 shape, dtype, device = node._output_meta[nr]
                 grads[nr] = Tensor._make(torch.zeros(shape, dtype=dtype, device=device))
-    if not grad_mode._state.anomaly:
-        return node.apply_backward(tuple(grads))
+    if grad_mode._state.anomaly:
+        return _call_node_detecting_anomalies(node, grads)
+    return node.apply_backward(tuple(grads))
+
+
+def _call_node_detecting_anomalies(node: Node, grads: list) -> tuple:
+    """`detect_anomaly()`: fail if the node returns NaN (unless check_nan is off) and, on any
+    error in its backward, warn with the traceback of the forward call that recorded it."""
     try:
         grad_inputs = node.apply_backward(tuple(grads))
         for index, g in enumerate(grad_inputs):
@@ -385,7 +490,7 @@ def _call_node(node: Node, grads: list) -> tuple:
             f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
             f"{forward_trace}",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,  # the engine's loop, which called _call_node
         )
         raise
     return grad_inputs

@@ -29,7 +29,7 @@ import re
 import sys
 import traceback
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from minitorch.autograd import grad_mode
@@ -42,6 +42,10 @@ _sequence = itertools.count()
 # minitorch.tensor imports this module, so the Tensor class cannot be imported here at load time;
 # minitorch.tensor fills this in right after defining it.
 _Tensor: Any = None
+
+# The recorder of the forward record being made (autograd/record.py), None otherwise: while one
+# is installed, `Function.apply` hands every op to it. See NOTE [Forward record].
+_recorder: Any = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -332,11 +336,17 @@ class Function:
     Built-in ops set `node_name` to PyTorch's node name, `saved_names` to PyTorch's names for what
     they save, and `wraps_numbers` where PyTorch treats a Python number argument as a tensor that
     needs no grad (so `(x * 2).grad_fn.next_functions` has a `(None, 0)` entry for the 2).
+    `non_differentiable_args` lists the positions of tensor arguments that are data rather than
+    inputs of the graph (where's condition, a mask): like PyTorch, the node has no edge for them.
+    An op may also define `on_storage`, the same op on storage alone, which `minitorch.jit`
+    replays without building nodes (NOTE [Storage kernels]).
     """
 
     node_name: str | None = None
     saved_names: tuple[str, ...] = ()
     wraps_numbers: bool = False
+    non_differentiable_args: tuple[int, ...] = ()
+    on_storage: Callable[..., tuple] | None = None  # NOTE [Storage kernels]
 
     @staticmethod
     def forward(ctx: Any, *args: Any) -> Any:
@@ -362,6 +372,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
+        if _recorder is not None:  # a forward record is being made: NOTE [Forward record]
+            return _recorder.apply(cls, args)
         Tensor = _Tensor
         ctx = cls._backward_cls()
         state = grad_mode._state
@@ -398,6 +410,85 @@ class Function:
         return outs[0] if single else outs
 
 
+# NOTE [Storage kernels]
+# `Function.apply` builds a node, edges and minitorch tensors for every op, because the graph is
+# new each time. A replay (minitorch/jit) runs a recorded program again and again: it needs the
+# numbers and a way back for the gradients, nothing else. So an op may also describe itself on
+# storage alone, as a static method next to its forward and backward:
+#
+#     @staticmethod
+#     def on_storage(needs_input_grad, *args):
+#         ...                                   # torch calls on storage only
+#         return outputs, backward
+#
+# - `args` are forward's arguments with every minitorch tensor replaced by its storage
+#   (`t._data`); numbers, dims and other values stay as they are.
+# - `outputs` is what forward returns, as storage (a tuple of storages if forward returns a
+#   tuple), bit for bit the same numbers.
+# - `backward(*grad_outputs)` takes one storage gradient per output (zeros where none arrived)
+#   and returns a tuple with one gradient per argument: bit for bit what the op's `backward`
+#   gives where `needs_input_grad` is True (elsewhere None, or anything: the replay ignores it).
+#   A gradient may keep the broadcast shape of the output: the replay sums it back to the
+#   argument's shape, exactly as `sum_to_shape` does. `backward` is only called when some
+#   argument needs a gradient, maybe more than once (retain_graph), so it must not change what
+#   it keeps; and it keeps only what it needs, as `ctx.save_for_backward` would.
+# forward and backward stay the definition of the op: tests/test_storage_kernels.py replays every
+# op that defines `on_storage` against them, bit for bit. `storage_kernel(function)` below is
+# how the replay finds a kernel; an op without one (or a subclass that overrides forward or
+# backward but not `on_storage`) is replayed through `forward_with_ctx`: the same numbers, with
+# the overhead of wrapping every value in a tensor.
+
+
+def storage_kernel(function: type[Function]) -> Callable[..., tuple] | None:
+    """`function.on_storage` if it was written for the forward and backward that `function`
+    uses (a subclass that overrides either one loses it), else None. NOTE [Storage kernels]."""
+    for owner in function.__mro__:
+        if "on_storage" in owner.__dict__:
+            break
+    else:
+        return None
+    if owner.__dict__["on_storage"] is None:
+        return None
+    if function.forward is not owner.forward or function.backward is not owner.backward:
+        return None
+    return function.on_storage
+
+
+def forward_with_ctx(
+    function: type[Function], args: Sequence[Any], needs_input_grad: Sequence[bool]
+) -> tuple[tuple, BackwardNode]:
+    """Run `function.forward` on a fresh ctx with grad mode off; return `(outputs, ctx)`.
+
+    This is `Function.apply` without the node it links into the graph: `outputs` is a tuple
+    (one entry per output, even for a single one) and nothing records it. `needs_input_grad[i]`
+    says whether backward must compute the gradient of `args[i]` (False for a non-tensor). When
+    any is True the ctx keeps what forward saved, and `function.backward(ctx, *grad_outputs)`
+    returns one gradient per argument (None where none is needed), as the engine would get it.
+    A replayed program (minitorch.jit, notebook 5's tracer) calls each op's backward this way.
+    """
+    Tensor = _Tensor
+    args = tuple(args)
+    needs = tuple(bool(n) for n in needs_input_grad)
+    if len(needs) != len(args):
+        raise ValueError(
+            f"forward_with_ctx: {len(args)} arguments but {len(needs)} needs_input_grad flags "
+            f"for {function.__name__}"
+        )
+    ctx = function._backward_cls()
+    ctx.needs_input_grad = needs
+    with grad_mode.no_grad():
+        outputs = function.forward(ctx, *args)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    if any(needs):
+        ctx._output_meta = tuple(
+            (o._data.shape, o._data.dtype, o._data.device) if isinstance(o, Tensor) else None
+            for o in outputs
+        )
+        if ctx._to_save:
+            _pack_saved(ctx, outputs)
+    return outputs, ctx
+
+
 def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) -> tuple:
     """Make `ctx` the grad_fn of the outputs and remember where input gradients must go.
     Returns the outputs (an input returned unchanged is replaced by an alias)."""
@@ -406,8 +497,11 @@ def _record(cls: type[Function], ctx: BackwardNode, args: tuple, outs: tuple) ->
 
     positions, edges, meta = [], [], []
     wraps_numbers = cls.wraps_numbers
+    no_edge = cls.non_differentiable_args
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
+            if no_edge and i in no_edge:
+                continue
             positions.append(i)
             if not a._requires_grad:
                 edges.append(_NO_EDGE)

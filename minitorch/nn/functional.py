@@ -11,7 +11,6 @@ import warnings
 from typing import Any
 
 import torch
-import torch.nn.functional as _torch_f
 
 from minitorch import ops as _ops
 from minitorch.ops import nn as _nn_ops
@@ -221,11 +220,7 @@ def dropout(
         return input
     # As in PyTorch: one mask of kept positions scaled by 1/(1-p), then a product (MulBackward0,
     # whose backward multiplies the gradient by the same mask).
-    if p == 1.0:
-        mask = torch.zeros_like(input._data)
-    else:
-        mask = torch.empty_like(input._data).bernoulli_(1 - p).div_(1 - p)
-    result = input * Tensor._make(mask)
+    result = input * _nn_ops.DropoutMask.apply(input, p)
     return input.copy_(result) if inplace else result
 
 
@@ -276,7 +271,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     (default: max index + 1) holding 1 at each index. Not differentiable."""
     if tensor.dtype != torch.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    return Tensor._make(_torch_f.one_hot(tensor._data, num_classes))
+    return _nn_ops.OneHot.apply(tensor, num_classes)
 
 
 # ------------------------------------------------------------------------------------------------

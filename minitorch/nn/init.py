@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd.record import report_opaque
 from minitorch.tensor import Tensor
 
 _LINEAR_LIKE = (
@@ -27,8 +28,10 @@ _LINEAR_LIKE = (
 
 
 def _changed(tensor: Tensor) -> Tensor:
-    """Count an in-place change, as every in-place op does (saved copies notice it)."""
+    """Count an in-place change, as every in-place op does (saved copies notice it). The change
+    was made on storage, which a forward record cannot replay (NOTE [Forward record])."""
     tensor._version_counter.value += 1
+    report_opaque("nn.init filled a tensor in place")
     return tensor
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd.record import report_opaque
 from minitorch.tensor import Tensor, _Version
 
 
@@ -33,6 +34,9 @@ class Parameter(Tensor):
         Tensor._init(self, storage, None, False, 0, version or _Version())
         if requires_grad:
             self.requires_grad_(True)
+        # A layer built inside a recorded call gets new weights on every eager call: a replay
+        # that kept the first call's would differ (NOTE [Forward record]).
+        report_opaque("an nn.Parameter was created")
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

@@ -243,7 +243,7 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         if packed:
             data, batch_sizes_t, sorted_indices, unsorted_indices = input
-            batch_sizes = batch_sizes_t._data.tolist()
+            batch_sizes = batch_sizes_t.tolist()
             batched = True
         else:
             if input.dim() not in (2, 3):
@@ -311,7 +311,7 @@ class RNNBase(Module):
         directions = 2 if self.bidirectional else 1
         expected = (self.num_layers * directions, batch, self.hidden_size)
         if hx is None:
-            zeros = Tensor._make(torch.zeros(expected, dtype=data.dtype, device=data.device))
+            zeros = data.new_zeros(expected)
             return (zeros,) * self._state_size
         states = tuple(hx) if self.mode == "LSTM" else (hx,)
         want = 3 if batched else 2
@@ -448,9 +448,7 @@ class RNNCellBase(Module):
         prepared = []
         for k, s in enumerate(states):
             if s is None:
-                s = Tensor._make(
-                    torch.zeros(batch, self.hidden_size, dtype=input.dtype, device=input.device)
-                )
+                s = input.new_zeros(batch, self.hidden_size)
             elif not batched:
                 s = s.unsqueeze(0)
             if s.shape[0] != batch:

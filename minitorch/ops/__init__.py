@@ -1,6 +1,6 @@
 """All built-in ops, one module per family. Each op is a `Function` (see autograd/function.py)."""
 
-from minitorch.ops._util import sum_to_shape
+from minitorch.ops.broadcasting import sum_to_shape
 from minitorch.ops.elementwise import (
     abs,
     add,
@@ -21,6 +21,7 @@ from minitorch.ops.elementwise import (
     mul,
     neg,
     pow,
+    predicate,
     relu,
     remainder,
     sigmoid,

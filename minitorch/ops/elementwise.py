@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import as_tensor, number_storage, pair, sum_to_shape
+from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.scalars import as_tensor, number_storage, pair
 from minitorch.tensor import Tensor
 
 
@@ -28,6 +29,17 @@ def _operands(a: Any, b: Any) -> tuple:
         ra = a._data
         return ra, (b._data if isinstance(b, Tensor) else number_storage(b, ra))
     return a, b._data
+
+
+def _storage_operands(a: Any, b: Any) -> tuple:
+    """`_operands` for a storage kernel, whose tensor operands are storages already."""
+    if isinstance(a, torch.Tensor):
+        return a, (b if isinstance(b, torch.Tensor) else number_storage(b, a))
+    return a, b
+
+
+def _both(grad: torch.Tensor) -> tuple:
+    return grad, grad
 
 
 def _shape(value: Any) -> Any:
@@ -61,6 +73,11 @@ class Add(Function):
             sum_to_shape(grad, ctx.shapes[1]) if need_b else None,
         )
 
+    @staticmethod
+    def on_storage(needs, a, b):  # NOTE [Storage kernels]
+        ra, rb = _storage_operands(a, b)
+        return ra + rb, _both
+
 
 class Sub(Function):
     node_name = "SubBackward0"
@@ -80,6 +97,12 @@ class Sub(Function):
             sum_to_shape(grad, ctx.shapes[0]) if need_a else None,
             sum_to_shape(-grad, ctx.shapes[1]) if need_b else None,
         )
+
+    @staticmethod
+    def on_storage(needs, a, b):  # NOTE [Storage kernels]
+        ra, rb = _storage_operands(a, b)
+        need_b = needs[1]
+        return ra - rb, lambda grad: (grad, -grad if need_b else None)
 
 
 class RSub(Sub):
@@ -118,6 +141,16 @@ class Mul(Function):
             sum_to_shape(grad * a, ctx.shapes[1]) if need_b else None,
         )
 
+    @staticmethod
+    def on_storage(needs, a, b):  # NOTE [Storage kernels]
+        ra, rb = _storage_operands(a, b)
+        keep_a, keep_b = needs[1], needs[0]  # each input's gradient needs the other input
+        ra_kept, rb_kept = (ra if keep_a else None), (rb if keep_b else None)
+        return ra * rb, lambda grad: (
+            grad * rb_kept if keep_b else None,
+            grad * ra_kept if keep_a else None,
+        )
+
 
 class Div(Function):
     node_name = "DivBackward0"
@@ -147,6 +180,20 @@ class Div(Function):
             sum_to_shape(grad / b, ctx.shapes[0]) if need_a else None,
             sum_to_shape(-grad * a / (b * b), ctx.shapes[1]) if need_b else None,
         )
+
+    @staticmethod
+    def on_storage(needs, a, b):  # NOTE [Storage kernels]
+        ra, rb = _storage_operands(a, b)
+        need_a, need_b = needs
+        ra_kept = ra if need_b else None
+
+        def backward(grad):
+            grad_b = None
+            if need_b:  # a number `a` meets the gradient as the arithmetic ops meet numbers
+                grad_b = -grad * _storage_operands(grad, ra_kept)[1] / (rb * rb)
+            return (grad / rb if need_a else None), grad_b
+
+        return ra / rb, backward
 
 
 class Remainder(Function):
@@ -254,6 +301,17 @@ class PowScalar(Function):
             return grad * (2 * a), None
         return grad * ctx.exponent * a ** (ctx.exponent - 1), None
 
+    @staticmethod
+    def on_storage(needs, a, exponent):  # NOTE [Storage kernels]
+        def backward(grad):
+            if exponent == 0:
+                return grad * 0, None
+            if exponent == 2:
+                return grad * (a * number_storage(2, a)), None
+            return grad * number_storage(exponent, grad) * a ** (exponent - 1), None
+
+        return a**exponent, backward
+
 
 class Pow(Function):
     """tensor ** tensor"""
@@ -318,6 +376,10 @@ class Neg(Function):
     def backward(ctx, grad):
         return -grad
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        return -a, lambda grad: (-grad,)
+
 
 class Exp(Function):
     node_name = "ExpBackward0"
@@ -334,6 +396,11 @@ class Exp(Function):
         (result,) = ctx.saved_tensors
         return grad * result
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        result = a.exp()
+        return result, lambda grad: (grad * result,)
+
 
 class Log(Function):
     node_name = "LogBackward0"
@@ -348,6 +415,10 @@ class Log(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return grad / a
+
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        return a.log(), lambda grad: (grad / a,)
 
 
 class Sqrt(Function):
@@ -365,6 +436,11 @@ class Sqrt(Function):
         (result,) = ctx.saved_tensors
         return grad / (2 * result)
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        result = a.sqrt()
+        return result, lambda grad: (grad / (result * number_storage(2, result)),)
+
 
 class Sin(Function):
     node_name = "SinBackward0"
@@ -380,6 +456,10 @@ class Sin(Function):
         (a,) = ctx.saved_tensors
         return grad * a.cos()
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        return a.sin(), lambda grad: (grad * a.cos(),)
+
 
 class Cos(Function):
     node_name = "CosBackward0"
@@ -394,6 +474,10 @@ class Cos(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return -grad * a.sin()
+
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        return a.cos(), lambda grad: (-grad * a.sin(),)
 
 
 class Tanh(Function):
@@ -411,6 +495,11 @@ class Tanh(Function):
         (result,) = ctx.saved_tensors
         return TanhBackward.apply(grad, result)
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        result = a.tanh()
+        return result, lambda grad: (_tanh_backward(grad, result),)
+
 
 class Sigmoid(Function):
     node_name = "SigmoidBackward0"
@@ -426,6 +515,16 @@ class Sigmoid(Function):
     def backward(ctx, grad):
         (result,) = ctx.saved_tensors
         return SigmoidBackward.apply(grad, result)
+
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        result = a.sigmoid()
+        return result, lambda grad: (_sigmoid_backward(grad, result),)
+
+
+# The same kernels as TanhBackward and SigmoidBackward below, for the storage kernels.
+_tanh_backward = torch.ops.aten.tanh_backward.default
+_sigmoid_backward = torch.ops.aten.sigmoid_backward.default
 
 
 # The backward of tanh and sigmoid as ops of their own, as in PyTorch: one kernel instead of three
@@ -488,6 +587,11 @@ class Relu(Function):
         # result >= 0, so its sign is exactly the 0/1 mask "input was positive" (one fast kernel).
         return grad * _new(result._data.sign())
 
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        result = a.relu()
+        return result, lambda grad: (grad * result.sign(),)
+
 
 class Abs(Function):
     node_name = "AbsBackward0"
@@ -502,6 +606,10 @@ class Abs(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return grad * _new(a._data.sign())
+
+    @staticmethod
+    def on_storage(needs, a):  # NOTE [Storage kernels]
+        return a.abs(), lambda grad: (grad * a.sign(),)
 
 
 class Clamp(Function):
@@ -558,14 +666,15 @@ class ToCopy(Function):
 class Where(Function):
     node_name = "WhereBackward0"
     saved_names = ("condition",)
+    # `condition` is data, not differentiable: as in PyTorch, the node has edges for `a` and `b`
+    # only. masked_fill's `mask` is the same.
+    non_differentiable_args = (0,)
 
     @staticmethod
     def forward(ctx, condition, a, b):
-        # `condition` comes as torch storage: it is not differentiable, so (as in PyTorch) the
-        # node has edges for `a` and `b` only. masked_fill's `mask` comes the same way.
-        ctx.save_for_backward(_new(condition))
+        ctx.save_for_backward(_new(condition._data))
         ctx.shapes = (a.shape, b.shape)
-        return _new(torch.where(condition, a._data, b._data))
+        return _new(torch.where(condition._data, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -582,12 +691,13 @@ class Where(Function):
 class MaskedFill(Function):
     node_name = "MaskedFillBackward0"
     saved_names = ("mask",)
+    non_differentiable_args = (1,)
 
     @staticmethod
     def forward(ctx, a, mask, value):
-        ctx.save_for_backward(_new(mask))
+        ctx.save_for_backward(_new(mask._data))
         fill = value._data if isinstance(value, Tensor) else value
-        return _new(a._data.masked_fill(mask, fill))
+        return _new(a._data.masked_fill(mask._data, fill))
 
     @staticmethod
     def backward(ctx, grad):
@@ -653,6 +763,15 @@ class LogicalNot(Function):
     @staticmethod
     def forward(ctx, a):
         return _new(~a._data)
+
+
+class Predicate(Function):
+    """`any()`, `all()`, `isnan()`: bool results, never differentiable. (An op, not a direct
+    computation on storage, so that a forward record sees it: NOTE [Forward record].)"""
+
+    @staticmethod
+    def forward(ctx, name, a):
+        return _new(getattr(a._data, name)())
 
 
 # Public functions --------------------------------------------------------------------------------
@@ -770,7 +889,7 @@ def where(condition: Tensor, a: Any, b: Any) -> Tensor:
     like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else condition
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         like = Tensor._make(torch.empty((), device=condition.device))
-    return Where.apply(condition._data, as_tensor(a, like), as_tensor(b, like))
+    return Where.apply(condition, as_tensor(a, like), as_tensor(b, like))
 
 
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -779,8 +898,8 @@ def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     if isinstance(value, Tensor):
-        return MaskedFillTensor.apply(a, mask._data, value)
-    return MaskedFill.apply(a, mask._data, value)
+        return MaskedFillTensor.apply(a, mask, value)
+    return MaskedFill.apply(a, mask, value)
 
 
 def fill(a: Tensor, value: Any) -> Tensor:
@@ -793,6 +912,25 @@ def copy_from(a: Tensor, source: Any) -> Tensor:
 
 def compare(name: str, a: Any, b: Any) -> Tensor:
     return Compare.apply(name, *pair(a, b))
+
+
+class WholeCompare(Function):
+    """`equal(a, b)`, `allclose(a, b, ...)`: torch's answer for the whole tensors, as a 0-d bool
+    tensor that the caller reads (an op and a read, so that a forward record sees both)."""
+
+    @staticmethod
+    def forward(ctx, name, a, b, *options):
+        return _new(torch.tensor(getattr(torch, name)(a._data, b._data, *options)))
+
+
+def whole_compare(name: str, a: Tensor, b: Tensor, *options: Any) -> bool:
+    """`torch.<name>(a, b, *options)` ("equal" or "allclose") as a Python bool."""
+    return WholeCompare.apply(name, a, b, *options).item()
+
+
+def predicate(name: str, a: Tensor) -> Tensor:
+    """`a.any()`, `a.all()` or `a.isnan()` (`name`)."""
+    return Predicate.apply(name, a)
 
 
 def logical(name: str, a: Tensor, b: Any = None) -> Tensor:

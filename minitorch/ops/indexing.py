@@ -12,7 +12,9 @@ from typing import Any
 import torch
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import as_tensor, normalize_dim
+from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.dims import normalize_dim
+from minitorch.ops.scalars import as_tensor
 from minitorch.tensor import Tensor
 
 
@@ -20,7 +22,7 @@ def _raw_index(index: Any) -> Any:
     """The index with minitorch tensors replaced by their storage (torch understands the rest)."""
     if isinstance(index, Tensor):
         if index.dim() == 0 and not (index.dtype.is_floating_point or index.dtype == torch.bool):
-            return int(index._data.item())  # PyTorch reads a 0-d integer tensor as an int
+            return int(index.item())  # PyTorch reads a 0-d integer tensor as an int
         return index._data
     if isinstance(index, tuple):
         return tuple(_raw_index(i) for i in index)
@@ -58,6 +60,16 @@ class Index(Function):
     def backward(ctx, grad):
         positions = Tensor._make(_positions(ctx.shape, ctx.index, grad.device))
         return ScatterAddFlat.apply(grad, positions, ctx.shape), None
+
+    @staticmethod
+    def on_storage(needs, a, index):  # NOTE [Storage kernels]
+        shape = a.shape
+
+        def backward(grad):
+            positions = _positions(shape, index, grad.device)
+            return _scatter_add_flat(grad, positions, shape), None
+
+        return a[index], backward
 
 
 class Select(Index):
@@ -106,14 +118,19 @@ class ScatterAddFlat(Function):
     @staticmethod
     def forward(ctx, values, positions, shape):
         ctx.save_for_backward(positions)
-        out = torch.zeros(shape.numel(), dtype=values.dtype, device=values.device)
-        out.index_add_(0, positions._data.reshape(-1), values._data.reshape(-1))
-        return Tensor._make(out.view(shape))
+        return Tensor._make(_scatter_add_flat(values._data, positions._data, shape))
 
     @staticmethod
     def backward(ctx, grad):
         (positions,) = ctx.saved_tensors
         return grad.reshape(-1)[positions], None, None
+
+
+def _scatter_add_flat(values: torch.Tensor, positions: torch.Tensor, shape: torch.Size) -> Any:
+    """ScatterAddFlat's forward on storage."""
+    out = torch.zeros(shape.numel(), dtype=values.dtype, device=values.device)
+    out.index_add_(0, positions.reshape(-1), values.reshape(-1))
+    return out.view(shape)
 
 
 class IndexPut(Function):
@@ -137,8 +154,6 @@ class IndexPut(Function):
             kept[ctx.index] = 0  # overwritten elements get no gradient
             grad_a = grad * Tensor._make(kept)
         if need_value:
-            from minitorch.ops._util import sum_to_shape
-
             grad_value = sum_to_shape(Index.apply(grad, ctx.index), ctx.value_shape)
         return grad_a, grad_value, None
 

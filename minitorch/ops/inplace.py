@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from minitorch.autograd import function as _function
 from minitorch.autograd import grad_mode
 from minitorch.autograd.function import Function
 from minitorch.tensor import Tensor
@@ -22,6 +23,10 @@ from minitorch.tensor import Tensor
 
 def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
     """Make `self` hold `compute(self, *args)`; returns `self`."""
+    if _function._recorder is not None:
+        # NOTE [Forward record]: the record must meet `self` before the stand-in for its old
+        # value below (an alias of self), and it gets a write step at the end.
+        _function._recorder.slot_of(self)
     recording = grad_mode._state.grad_enabled and (
         self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
     )
@@ -41,6 +46,8 @@ def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
         _keep_old_value(node, before)
     self._data.copy_(result._data)
     self._version_counter.value += 1
+    if _function._recorder is not None:  # NOTE [Forward record]: a write step
+        _function._recorder.wrote(self, result)
     if node is not None:
         _point_saved_result_at(node, result, self)
         self.grad_fn, self._output_nr, self._requires_grad = node, result._output_nr, True

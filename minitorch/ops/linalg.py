@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
 from minitorch.autograd.function import Function
-from minitorch.ops._util import sum_to_shape
+from minitorch.ops.broadcasting import sum_to_shape
 from minitorch.tensor import Tensor
 
 
@@ -19,40 +23,51 @@ class MatMul(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes = (a.shape, b.shape)
-        ctx.layouts = (_is_transposed(a), _is_transposed(b))
+        ctx.layouts = (_is_transposed(a._data), _is_transposed(b._data))
         return Tensor._make(a._data @ b._data)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        shape_a, shape_b = ctx.shapes
-        need_a, need_b = ctx.needs_input_grad
-        # Bring everything to >= 2-D: a 1-D `a` is a row, a 1-D `b` is a column.
-        if len(shape_b) == 1:
-            grad = grad.unsqueeze(-1)
-        if len(shape_a) == 1:
-            grad = grad.unsqueeze(-2)
-        grad_a = grad_b = None
-        if need_a:
-            b2 = b.unsqueeze(-1) if len(shape_b) == 1 else b
-            if _stored_transposed(ctx.layouts[0], grad, b2):
-                grad_a = (b2 @ grad.transpose(-1, -2)).transpose(-1, -2)
-            else:
-                grad_a = grad @ b2.transpose(-1, -2)
-            grad_a = _back_to(grad_a, shape_a)
-        if need_b:
-            a2 = a.unsqueeze(0) if len(shape_a) == 1 else a
-            if _stored_transposed(ctx.layouts[1], grad, a2):
-                grad_b = (grad.transpose(-1, -2) @ a2).transpose(-1, -2)
-            else:
-                grad_b = a2.transpose(-1, -2) @ grad
-            grad_b = _back_to(grad_b, shape_b)
-        return grad_a, grad_b
+        return _matmul_grads(grad, a, b, ctx.shapes, ctx.layouts, ctx.needs_input_grad)
+
+    @staticmethod
+    def on_storage(needs, a, b):  # NOTE [Storage kernels]
+        shapes, layouts = (a.shape, b.shape), (_is_transposed(a), _is_transposed(b))
+        a_kept, b_kept = (a if needs[1] else None), (b if needs[0] else None)
+        return a @ b, lambda grad: _matmul_grads(grad, a_kept, b_kept, shapes, layouts, needs)
 
 
-def _is_transposed(x: Tensor) -> bool:
-    """A 2-D tensor stored column by column (like `w.t()`)."""
-    data = x._data
+def _matmul_grads(grad: Any, a: Any, b: Any, shapes: tuple, layouts: tuple, needs: tuple) -> tuple:
+    """grad_a = grad @ b^T, grad_b = a^T @ grad (None where not needed). Works on minitorch
+    tensors and on storage alike."""
+    shape_a, shape_b = shapes
+    need_a, need_b = needs
+    # Bring everything to >= 2-D: a 1-D `a` is a row, a 1-D `b` is a column.
+    if len(shape_b) == 1:
+        grad = grad.unsqueeze(-1)
+    if len(shape_a) == 1:
+        grad = grad.unsqueeze(-2)
+    grad_a = grad_b = None
+    if need_a:
+        b2 = b.unsqueeze(-1) if len(shape_b) == 1 else b
+        if _stored_transposed(layouts[0], grad, b2):
+            grad_a = (b2 @ grad.transpose(-1, -2)).transpose(-1, -2)
+        else:
+            grad_a = grad @ b2.transpose(-1, -2)
+        grad_a = _back_to(grad_a, shape_a)
+    if need_b:
+        a2 = a.unsqueeze(0) if len(shape_a) == 1 else a
+        if _stored_transposed(layouts[1], grad, a2):
+            grad_b = (grad.transpose(-1, -2) @ a2).transpose(-1, -2)
+        else:
+            grad_b = a2.transpose(-1, -2) @ grad
+        grad_b = _back_to(grad_b, shape_b)
+    return grad_a, grad_b
+
+
+def _is_transposed(data: torch.Tensor) -> bool:
+    """A 2-D storage laid out column by column (like `w.t()`)."""
     return data.dim() == 2 and data.stride(0) == 1 and data.stride(1) == data.shape[0] > 1
 
 
@@ -63,9 +78,11 @@ def _stored_transposed(input_transposed: bool, *operands: Tensor) -> bool:
     return input_transposed and all(o.dim() == 2 for o in operands)
 
 
-def _back_to(grad: Tensor, shape: tuple) -> Tensor:
+def _back_to(grad: Any, shape: tuple) -> Any:
     if len(shape) == 1:
         return grad.reshape(-1, shape[0]).sum(dim=0) if grad.dim() > 2 else grad.reshape(shape)
+    if isinstance(grad, torch.Tensor):  # storage: the same sum as sum_to_shape's
+        return grad if grad.shape == shape else grad.sum_to_size(shape)
     return sum_to_shape(grad, shape)
 
 

@@ -4,11 +4,14 @@ torch call where possible) and whose backward is written with minitorch ops, so 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 import torch.nn.functional as torch_f
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import plain_backward, storages, sum_to_shape, wrap_storages
+from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.fused import plain_backward, storages, wrap_storages
 from minitorch.ops.indexing import IndexAdd, ScatterAdd
 from minitorch.tensor import Tensor
 
@@ -18,7 +21,8 @@ def _new(data: torch.Tensor) -> Tensor:
 
 
 # A backward formula below is written once and runs on storage in a plain backward, on minitorch
-# tensors under create_graph=True (see `plain_backward` in ops/_util.py).
+# tensors under create_graph=True.
+# See NOTE [Fused ops: one backward formula, two ways to run it] in ops/fused.py
 # Linear -----------------------------------------------------------------------------------------
 class Linear(Function):
     """y = x @ W^T + b for x of shape (*, in_features): one matrix product (addmm) over all
@@ -29,19 +33,10 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias):
         need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        data = x._data
         if need_x or need_w:
             ctx.save_for_backward(x if need_w else None, weight if need_x else None)
-            ctx.x_shape = data.shape
-        # torch's own check names the shapes: "mat1 and mat2 shapes cannot be multiplied ..."
-        rows = data if data.dim() == 2 else data.reshape(-1, data.shape[-1])
-        if bias is None:
-            out = rows @ weight._data.t()
-        else:
-            out = torch.addmm(bias._data, rows, weight._data.t())
-        if data.dim() != 2:
-            out = out.reshape(*data.shape[:-1], weight._data.shape[0])
-        return _new(out)
+            ctx.x_shape = x._data.shape
+        return _new(_linear(x._data, weight._data, None if bias is None else bias._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -49,6 +44,23 @@ class Linear(Function):
         if plain_backward():
             return wrap_storages(*_linear_grads(ctx, *storages(grad, x, weight)))
         return _linear_grads(ctx, grad, x, weight)
+
+    @staticmethod
+    def on_storage(needs, x, weight, bias):  # NOTE [Storage kernels]
+        ctx = SimpleNamespace(needs_input_grad=needs, x_shape=x.shape)
+        x_kept, weight_kept = (x if needs[1] else None), (weight if needs[0] else None)
+        out = _linear(x, weight, bias)
+        return out, lambda grad: _linear_grads(ctx, grad, x_kept, weight_kept)
+
+
+def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x @ W^T + b on storage, as one addmm over the rows of all leading dims."""
+    # torch's own check names the shapes: "mat1 and mat2 shapes cannot be multiplied ..."
+    rows = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+    out = rows @ weight.t() if bias is None else torch.addmm(bias, rows, weight.t())
+    if x.dim() != 2:
+        out = out.reshape(*x.shape[:-1], weight.shape[0])
+    return out
 
 
 def _linear_grads(ctx, grad, x, weight) -> tuple:
@@ -402,3 +414,31 @@ class ConstantPad(Function):
     @staticmethod
     def backward(ctx, grad):
         return ConstantPad.apply(grad, tuple(-p for p in ctx.pad), 0.0), None, None
+
+
+# Random masks and one-hot codes -----------------------------------------------------------------
+# Both are computed by ops, not directly on storage, so that a forward record sees them: a replay
+# draws a new dropout mask, as eager mode does (NOTE [Forward record] in autograd/record.py).
+class DropoutMask(Function):
+    """The mask dropout multiplies by: each element is 0 with probability p, else 1 / (1 - p);
+    shaped like `x`. Not differentiable (`x` only gives the shape, dtype and device)."""
+
+    non_differentiable_args = (0,)
+
+    @staticmethod
+    def forward(ctx, x, p):
+        if p == 1.0:
+            mask = torch.zeros_like(x._data)
+        else:
+            mask = torch.empty_like(x._data).bernoulli_(1 - p).div_(1 - p)
+        mask = _new(mask)
+        ctx.mark_non_differentiable(mask)
+        return mask
+
+
+class OneHot(Function):
+    """Integer class indices -> int64 one-hot codes (never differentiable)."""
+
+    @staticmethod
+    def forward(ctx, indices, num_classes):
+        return _new(torch_f.one_hot(indices._data, num_classes))

@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import normalize_dim, normalize_dims, unsqueeze_dims
+from minitorch.ops.dims import normalize_dim, normalize_dims, unsqueeze_dims
+from minitorch.ops.scalars import number_storage
 from minitorch.tensor import Tensor
 
 MaxResult = namedtuple("max", ["values", "indices"])
@@ -21,8 +22,13 @@ def _new(data: torch.Tensor) -> Tensor:
     return Tensor._make(data)
 
 
+# What `_expand_back` reads from a reduction's ctx, for the storage kernels (which have none).
+_Reduced = namedtuple("_Reduced", ["shape", "dims", "keepdim"])
+
+
 def _expand_back(grad: Tensor, ctx: Any) -> Tensor:
-    """The gradient of a reduction over `ctx.dims`, reshaped to broadcast over the input."""
+    """The gradient of a reduction over `ctx.dims`, reshaped to broadcast over the input.
+    Works on storage too."""
     if not ctx.keepdim:
         grad = unsqueeze_dims(grad, ctx.dims, len(ctx.shape))
     return grad.expand(ctx.shape)
@@ -53,6 +59,12 @@ class Sum(Function):
     def backward(ctx, grad):
         return _expand_back(grad, ctx), None, None, None
 
+    @staticmethod
+    def on_storage(needs, a, dims, keepdim, dtype):  # NOTE [Storage kernels]
+        out = a.sum(dtype=dtype) if not dims else a.sum(dim=dims, keepdim=keepdim, dtype=dtype)
+        reduced = _Reduced(a.shape, dims, keepdim)
+        return out, lambda grad: (_expand_back(grad, reduced), None, None, None)
+
 
 class SumAll(Sum):
     node_name = "SumBackward0"
@@ -72,6 +84,17 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, grad):
         return _expand_back(grad, ctx) / ctx.count, None, None
+
+    @staticmethod
+    def on_storage(needs, a, dims, keepdim):  # NOTE [Storage kernels]
+        out = a.mean() if not dims else a.mean(dim=dims, keepdim=keepdim)
+        reduced, count = _Reduced(a.shape, dims, keepdim), _count(a.shape, dims)
+
+        def backward(grad):
+            spread = _expand_back(grad, reduced)
+            return spread / number_storage(count, spread), None, None
+
+        return out, backward
 
 
 class MeanAll(Mean):

@@ -40,7 +40,7 @@ import torch
 
 import minitorch
 from minitorch.autograd.function import Function
-from minitorch.ops._util import plain_backward, wrap_storages
+from minitorch.ops.fused import plain_backward, wrap_storages
 from minitorch.tensor import Tensor
 
 
@@ -80,6 +80,11 @@ def _step_gradients(
         1,
     )
     return grad_gates, grad_gates @ w_hh, grad_c * f, grad_gates.t() @ h
+
+
+def _rows(state: torch.Tensor, rows: int) -> torch.Tensor:
+    """The first `rows` rows of a state's storage (the storage itself when it has no more)."""
+    return state if state.shape[0] == rows else state[:rows]
 
 
 def _pad_rows(lib: Any, grad: Any, rows: int) -> Any:
@@ -128,6 +133,23 @@ class LSTMStep(Function):
         if lib is torch:
             grads = wrap_storages(*grads)
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+    @staticmethod
+    def on_storage(needs, gates_x, h_prev, c_prev, w_hh):  # NOTE [Storage kernels]
+        batch = gates_x.shape[0]
+        h, c = _rows(h_prev, batch), _rows(c_prev, batch)
+        gates, c_new, tanh_c = _gates_and_cell(gates_x, h, c, w_hh)
+
+        def backward(grad_h, grad_c):
+            grad_gates, grad_h_prev, grad_c_prev, grad_w_hh = _step_gradients(
+                torch, grad_h, grad_c, gates, tanh_c, h, c, w_hh
+            )
+            grad_h_prev = _pad_rows(torch, grad_h_prev, h_prev.shape[0])
+            grad_c_prev = _pad_rows(torch, grad_c_prev, c_prev.shape[0])
+            grads = (grad_gates, grad_h_prev, grad_c_prev, grad_w_hh)
+            return tuple(g if need else None for g, need in zip(grads, needs))
+
+        return (gates[3] * tanh_c, c_new), backward
 
 
 def lstm_step(gates_x: Tensor, h_prev: Tensor, c_prev: Tensor, w_hh: Tensor) -> tuple:
@@ -216,6 +238,20 @@ class GRUStep(Function):
         if lib is torch:
             grads = wrap_storages(*grads)
         return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+    @staticmethod
+    def on_storage(needs, gates_x, h_prev, w_hh, b_hh):  # NOTE [Storage kernels]
+        h = _rows(h_prev, gates_x.shape[0])
+        r, z, n, h_n = _gru_gates(gates_x, h, w_hh, b_hh)
+
+        def backward(grad):
+            grad_gates_x, grad_h, grad_w_hh, grad_b_hh = _gru_step_gradients(
+                torch, grad, r, z, n, h_n, h, w_hh
+            )
+            grads = (grad_gates_x, _pad_rows(torch, grad_h, h_prev.shape[0]), grad_w_hh, grad_b_hh)
+            return tuple(g if need else None for g, need in zip(grads, needs))
+
+        return n + z * (h - n), backward
 
 
 def gru_step(gates_x: Tensor, h_prev: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:

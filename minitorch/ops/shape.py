@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from minitorch.autograd.function import Function
-from minitorch.ops._util import normalize_dim, sum_to_shape
+from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.dims import normalize_dim
 from minitorch.tensor import Tensor
 
 
@@ -32,6 +33,11 @@ class View(Function):
     def backward(ctx, grad):
         return grad.reshape(ctx.shape), None
 
+    @staticmethod
+    def on_storage(needs, a, shape):  # NOTE [Storage kernels]
+        shape_a = a.shape
+        return a.view(shape), lambda grad: (grad.reshape(shape_a), None)
+
 
 class Reshape(Function):
     node_name = "ViewBackward0"
@@ -44,6 +50,11 @@ class Reshape(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.reshape(ctx.shape), None
+
+    @staticmethod
+    def on_storage(needs, a, shape):  # NOTE [Storage kernels]
+        shape_a = a.shape
+        return a.reshape(shape), lambda grad: (grad.reshape(shape_a), None)
 
 
 class Squeeze(Function):
@@ -58,6 +69,12 @@ class Squeeze(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.reshape(ctx.shape), None
+
+    @staticmethod
+    def on_storage(needs, a, dims):  # NOTE [Storage kernels]
+        shape_a = a.shape
+        out = a.squeeze() if dims is None else a.squeeze(dims)
+        return out, lambda grad: (grad.reshape(shape_a), None)
 
 
 class SqueezeDim(Squeeze):
@@ -79,6 +96,10 @@ class Unsqueeze(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.squeeze(ctx.dim), None
+
+    @staticmethod
+    def on_storage(needs, a, dim):  # NOTE [Storage kernels]
+        return a.unsqueeze(dim), lambda grad: (grad.squeeze(dim), None)
 
 
 class Permute(Function):
@@ -108,6 +129,10 @@ class Transpose(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.transpose(*ctx.dims), None, None
+
+    @staticmethod
+    def on_storage(needs, a, dim0, dim1):  # NOTE [Storage kernels]
+        return a.transpose(dim0, dim1), lambda grad: (grad.transpose(dim0, dim1), None, None)
 
 
 class T(Transpose):
@@ -159,6 +184,11 @@ class Cat(Function):
     def backward(ctx, grad):
         return (None, *grad.split(ctx.sizes, ctx.dim))
 
+    @staticmethod
+    def on_storage(needs, dim, *tensors):  # NOTE [Storage kernels]
+        sizes = [t.shape[dim] for t in tensors]
+        return torch.cat(tensors, dim), lambda grad: (None, *grad.split(sizes, dim))
+
 
 class Stack(Function):
     node_name = "StackBackward0"
@@ -171,6 +201,10 @@ class Stack(Function):
     @staticmethod
     def backward(ctx, grad):
         return (None, *grad.unbind(ctx.dim))
+
+    @staticmethod
+    def on_storage(needs, dim, *tensors):  # NOTE [Storage kernels]
+        return torch.stack(tensors, dim), lambda grad: (None, *grad.unbind(dim))
 
 
 class Split(Function):

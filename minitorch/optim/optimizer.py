@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from minitorch.autograd.grad_mode import enable_grad
+from minitorch.autograd.record import unrecorded
 from minitorch.tensor import Tensor
 
 
@@ -94,19 +95,21 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient. `closure`, if given, recomputes and
         returns the loss (it runs with grad mode on); its result is returned."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state.get(p, {})  # .get: no empty entry for stateless updates
-                self._update(p._data, p.grad._data, state, group)
-                p._version_counter.value += 1  # the parameter changed in place
-                if state and p not in self.state:
-                    self.state[p] = state
+        # The update works on storage: a forward record cannot replay it (NOTE [Forward record]).
+        with unrecorded(f"{type(self).__name__}.step()"):
+            loss = None
+            if closure is not None:
+                with enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state.get(p, {})  # .get: no empty entry for stateless updates
+                    self._update(p._data, p.grad._data, state, group)
+                    p._version_counter.value += 1  # the parameter changed in place
+                    if state and p not in self.state:
+                        self.state[p] = state
         return loss
 
     def _update(

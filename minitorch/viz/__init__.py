@@ -5,6 +5,10 @@
 - `show(t, ...)`: what notebooks call. The Digraph when graphviz's `dot` program is installed,
   otherwise the same graph drawn with matplotlib and a one-line hint how to install graphviz.
 - `draw(t, filename, ...)`: write the picture to a PNG file, with graphviz or matplotlib.
+- `show_side_by_side(torch_out, minitorch_out, params)`: display the same graph recorded by
+  PyTorch and by minitorch next to each other in a notebook.
+- `program_dot(program, guards)`: a recorded program (a trace, `minitorch.jit`) in the order it
+  runs, with its guards.
 - `print_graph(t)` / `format_graph(t)`: the graph as indented text.
 """
 
@@ -16,9 +20,19 @@ from typing import Any
 from minitorch.viz.dot import make_dot, to_digraph
 from minitorch.viz.matplotlib_fallback import draw as draw_with_matplotlib
 from minitorch.viz.picture import describe
+from minitorch.viz.program import program_dot
 from minitorch.viz.text import format_graph, print_graph
 
-__all__ = ["draw", "format_graph", "has_graphviz", "make_dot", "print_graph", "show"]
+__all__ = [
+    "draw",
+    "format_graph",
+    "has_graphviz",
+    "make_dot",
+    "print_graph",
+    "program_dot",
+    "show",
+    "show_side_by_side",
+]
 
 INSTALL_HINT = (
     "graphviz's `dot` program is not installed, so this graph is drawn with matplotlib; for "
@@ -69,3 +83,29 @@ def draw(var: Any, filename: str, params: dict[str, Any] | None = None,
             pass
     draw_with_matplotlib(picture).savefig(filename, format="png", dpi=100)
     return filename
+
+
+def show_side_by_side(
+    torch_out: Any, minitorch_out: Any, params: dict[str, tuple[Any, Any]] | None = None
+) -> None:
+    """Display, in a notebook, the graph behind a PyTorch tensor and the one behind a minitorch
+    tensor next to each other. `params` names leaves: `{name: (torch_leaf, minitorch_leaf)}`.
+    Both are drawn by `make_dot`, which draws PyTorch graphs exactly as torchviz does. Without
+    the `dot` program, the two matplotlib drawings are shown one after the other."""
+    from IPython.display import HTML, display
+
+    params = params or {}
+    graphs = {
+        "PyTorch": (torch_out, {name: t for name, (t, _) in params.items()}),
+        "minitorch": (minitorch_out, {name: m for name, (_, m) in params.items()}),
+    }
+    if not has_graphviz():
+        for title, (out, names) in graphs.items():
+            display(show(out, names, title=title))
+        return
+    boxes = "".join(
+        f"<div style='margin-right:3em'><b>{title}</b><br>"
+        f"{make_dot(out, params=names).pipe(format='svg').decode()}</div>"
+        for title, (out, names) in graphs.items()
+    )
+    display(HTML(f"<div style='display:flex;align-items:flex-start'>{boxes}</div>"))

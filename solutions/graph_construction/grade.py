@@ -11,6 +11,7 @@ solutions/grading.py). Pass `seed=` to make the random cases reproducible (the t
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -30,6 +31,8 @@ from solutions.grading import (
     grader,
     lib_name,
     node_label,
+    observed,
+    predictions_for,
     recursion_limit,
 )
 from solutions.graph_construction import reference
@@ -344,20 +347,10 @@ def run_snippet(code: str, lib: Any) -> tuple[bool, bool, str | None]:
 @grader("predict_flags")
 def predict_flags(answer: Any) -> None:
     """Grade exercise 4 by running every snippet on PyTorch and on minitorch."""
-    check_callable(answer, "predict_flags")
-    predictions = call_student(answer, call="predict_flags()")
-    expect(
-        isinstance(predictions, Mapping),
-        f"predict_flags() must return a dict, it returned {type(predictions).__name__}.",
-    )
-    missing = sorted(set(reference.SNIPPETS) - set(predictions))
-    expect(not missing, f"no prediction for snippet(s) {', '.join(map(repr, missing))}.")
+    predictions = predictions_for(answer, "predict_flags", reference.SNIPPETS, "snippet")
     wrong = []
     for key, code in reference.SNIPPETS.items():
-        outcomes = {run_snippet(code, lib) for lib in LIBRARIES}
-        if len(outcomes) != 1:  # a minitorch regression, not the student's fault
-            raise RuntimeError(f"snippet {key!r} behaves differently in PyTorch and minitorch")
-        (actual,) = outcomes
+        actual = observed(key, functools.partial(run_snippet, code))
         guess = predictions[key]
         expect(
             isinstance(guess, tuple) and len(guess) == 3,

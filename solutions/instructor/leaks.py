@@ -135,12 +135,21 @@ def _notebook_text(path: Path) -> str:
 
 
 def scan_release(course: Course, secrets: set[str]) -> list[Leak]:
-    """Leaks in every release notebook (cell sources, outputs and metadata)."""
+    """Leaks in every file of every release folder: notebooks (cell sources, outputs and
+    metadata) and any other file that nbgrader copied from the source folder, such as a
+    notebook's percent source that was put there by mistake (see NOTE [Notebook sources])."""
     leaks = []
     for assignment in course.assignments():
-        for path in sorted(course.folder("release", assignment).glob("*.ipynb")):
-            leaks += _scan_text(_notebook_text(path), str(path), secrets, forbid_package=True)
+        release = course.folder("release", assignment)
+        for path in sorted(p for p in release.rglob("*") if p.is_file()):
+            text = _notebook_text(path) if path.suffix == ".ipynb" else _file_text(path)
+            leaks += _scan_text(text, str(path), secrets, forbid_package=True)
     return leaks
+
+
+def _file_text(path: Path) -> str:
+    """A file that is not a notebook, as text (binary files decode with replacements)."""
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def _submitted_code(course: Course, feedback_file: Path) -> str:

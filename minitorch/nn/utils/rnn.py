@@ -94,7 +94,7 @@ def _invert_permutation(permutation: Tensor) -> Tensor:
 def _lengths_tensor(lengths: Any) -> torch.Tensor:
     """`lengths` (list, torch or minitorch tensor) as a CPU int64 torch tensor."""
     if isinstance(lengths, Tensor):
-        lengths = lengths._data
+        lengths = torch.as_tensor(lengths.tolist())  # a value read: NOTE [Forward record]
     if isinstance(lengths, torch.Tensor):
         return lengths.detach().to("cpu", torch.int64).reshape(-1)
     return torch.as_tensor(list(lengths), dtype=torch.int64)

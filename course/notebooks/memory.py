@@ -1,0 +1,1174 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent,../source/memory//ipynb
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook 4: memory, what the graph keeps alive and how to spend less
+#
+# Training a network usually runs out of **memory** before it runs out of time. Most of
+# that memory is not the parameters: it is the values that the forward pass **saves for
+# backward**, and they stay alive as long as the graph that holds them. This notebook
+# measures where the bytes go and practises the standard ways to spend fewer of them.
+#
+# After this notebook you will be able to:
+#
+# - say what each op saves for backward and why, and count the bytes a graph keeps alive;
+# - read a memory timeline: rising through the forward pass, falling through backward;
+# - control the graph's lifetime (`backward`, `retain_graph`, references to outputs) and
+#   avoid recording one (`no_grad`, `inference_mode`, `detach`, `.item()`);
+# - find and fix the classic leaks of training loops;
+# - trade computation for memory: gradient checkpointing, micro-batches, truncated
+#   backpropagation through time, and saved-tensor hooks that store activations in half
+#   precision.
+#
+# **Every figure here is measured**, never taken on trust: `minitorch.memory` counts the
+# bytes of every storage that minitorch tensors use, exactly (a storage shared by views
+# counts once). `memory_allocated()` is what is alive now, `saved_bytes(t)` what the
+# graph behind `t` saved, and `with track() as mem:` records the **peak** inside a block
+# (and, with `timeline=True`, every allocation and release). On a CUDA machine
+# `memory_stats()` also reports PyTorch's own `torch.cuda.memory_allocated()`.
+#
+# There are **8 graded exercises (25 points)**. Each has visible tests you can run (plain
+# asserts that say what went wrong); more tests run when your notebook is graded. Write
+# your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+
+# %%
+import contextlib
+import gc
+import math
+import weakref
+
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+
+import minitorch
+from minitorch import memory, nn
+from minitorch.autograd.graph import saved_tensors, saved_tensors_hooks
+from minitorch.memory import track
+from minitorch.utils.checkpoint import checkpoint_sequential
+
+torch.manual_seed(0)
+minitorch.manual_seed(0)
+
+# The name of the node behind a leaf that requires grad, in both libraries.
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+def kib(n):
+    return f"{n / 1024:8.1f} KiB"
+
+
+def same(a, b):
+    # Two tensors (minitorch or PyTorch) hold the same values, up to rounding.
+    return torch.allclose(torch.tensor(a.tolist()), torch.tensor(b.tolist()))
+
+
+def live_bytes():
+    # Collect garbage first, so that only what is really reachable counts.
+    gc.collect()
+    return memory.memory_allocated()
+
+
+def deep_mlp(depth, width, seed=0):
+    # `depth` blocks, each nn.Sequential(Linear, Tanh), in float64.
+    minitorch.manual_seed(seed)
+    blocks = [nn.Sequential(nn.Linear(width, width), nn.Tanh()) for _ in range(depth)]
+    return nn.Sequential(*blocks).double()
+
+
+if torch.cuda.is_available():
+    print("CUDA:", memory.memory_stats())
+
+# %% [markdown]
+# ## 1. What each op saves for backward, and why
+#
+# An op saves exactly what its **local derivative** needs. `x + y` passes the gradient
+# through unchanged: it saves nothing. `x * y` needs `y` for the gradient of `x` and `x`
+# for the gradient of `y`: it saves both. `exp`, `tanh`, `sigmoid` and `relu` can write
+# their derivative with their **result** (`d exp(x) = exp(x)`, `d tanh(x) = 1 - tanh(x)^2`),
+# so they save the result; `sin` needs its input (`cos(x)`). `x @ w.t()` needs each input
+# for the other's gradient. Sums and means need only the input's shape.
+#
+# `saved_tensors(node)` lists what a minitorch node saved, under PyTorch's names; PyTorch
+# shows the same through its nodes' `_saved_<name>` attributes:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ops = {
+    "x + y": lambda x, y: x + y,
+    "x * y": lambda x, y: x * y,
+    "x.exp()": lambda x, y: x.exp(),
+    "x.tanh()": lambda x, y: x.tanh(),
+    "x.relu()": lambda x, y: x.relu(),
+    "x.sin()": lambda x, y: x.sin(),
+    "x ** 2": lambda x, y: x**2,
+    "x @ y.t()": lambda x, y: x @ y.t(),
+    "x.sum()": lambda x, y: x.sum(),
+}
+for text, op in ops.items():
+    mx, my = (minitorch.randn(3, 4, requires_grad=True) for _ in range(2))
+    tx, ty = (torch.randn(3, 4, requires_grad=True) for _ in range(2))
+    node, torch_node = op(mx, my).grad_fn, op(tx, ty).grad_fn
+    ours = sorted(name for name, _ in saved_tensors(node))
+    theirs = sorted(  # the saved tensors; PyTorch's nodes also keep sizes and numbers
+        a[7:]
+        for a in dir(torch_node)
+        if a.startswith("_saved_") and isinstance(getattr(torch_node, a), torch.Tensor)
+    )
+    print(f"{text:10} {node.name():15} minitorch saves {ours}, PyTorch saves {theirs}")
+
+# %% [markdown]
+# In a network the saved tensors are the **activations**: each `Linear` saves its input
+# (for the weight's gradient), each `Tanh` its output. The next `Linear`'s input *is*
+# that output, so the two nodes share one storage. Parameters are saved too, but they are
+# alive anyway; what training adds is the activations, one batch-sized tensor per layer.
+# `make_dot(..., show_saved=True)` draws the saved tensors in orange:
+
+# %%
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+x = minitorch.randn(16, 4)
+loss = model(x).pow(2).mean()
+if minitorch.viz.has_graphviz():
+    display(minitorch.viz.make_dot(loss, params=dict(model.named_parameters()), show_saved=True))
+else:
+    display(minitorch.viz.show(loss, dict(model.named_parameters())))
+
+
+# %% [markdown] nbgrader={"grade_id": "ex1_saved_bytes_statement", "locked": true}
+# ### Exercise 1 (3 points): the bytes a graph keeps alive
+#
+# Write `saved_bytes(t, include_parameters=False)`: the number of bytes that the graph
+# behind `t` keeps alive through the tensors its nodes saved. Walk every node reachable
+# from `t.grad_fn` through `next_functions` (with a list of nodes still to visit, not
+# recursion) and read `saved_tensors(node)`, a list of `(name, tensor)` pairs.
+#
+# Memory belongs to **storages**, not tensors: views (`h[0]`, `h.t()`) and the same
+# tensor saved by two nodes share one. Identify a storage with
+# `s = tensor.untyped_storage()`: `s.data_ptr()` is its address, `s.nbytes()` its size;
+# count each storage once, with its full size.
+#
+# Unless `include_parameters` is True, leave out the storages of **parameters**: the
+# `node.variable` of every AccumulateGrad node and saved tensors that are leaves
+# requiring grad. Return 0 when `t.grad_fn` is None. The graphs have no saved-tensor
+# hooks. The grader compares with `minitorch.memory.saved_bytes` on several models.
+
+
+# %% nbgrader={"grade_id": "ex1_saved_bytes", "solution": true}
+def saved_bytes(t, include_parameters=False):
+    """Bytes that the graph behind `t` keeps alive through the tensors its nodes saved.
+
+    Walk every node reachable from `t.grad_fn` (without recursion) and read what each saved
+    with `saved_tensors(node)` (a list of `(name, tensor)` pairs). Count each storage once
+    (`x.untyped_storage()`: its `data_ptr()` identifies it, `nbytes()` is its size), however
+    many saved tensors (views, the same tensor twice) share it. Unless `include_parameters`,
+    leave out the storages of parameters: the `variable` of every AccumulateGrad node, and saved
+    tensors that are leaves requiring grad. 0 when `t.grad_fn` is None.
+    """
+    ### BEGIN SOLUTION
+    if t.grad_fn is None:
+        return 0
+    sizes = {}  # storage address -> bytes
+    parameters = set()
+    seen = {t.grad_fn}
+    to_visit = [t.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        if node.name() == ACCUMULATE_GRAD:
+            parameters.add(node.variable.untyped_storage().data_ptr())
+        for _, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes()
+            if saved.is_leaf and saved.requires_grad:
+                parameters.add(storage.data_ptr())
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                to_visit.append(child)
+    return sum(n for ptr, n in sizes.items() if include_parameters or ptr not in parameters)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex1_saved_bytes_tests", "grade": true, "points": 3}
+x = minitorch.randn(8, 4, dtype=torch.float64)
+w = minitorch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+hidden = (x @ w.t()).relu()  # the matmul saves x (w does not need the gradient of x)
+loss = (hidden * hidden).sum()  # relu saves hidden; mul saves hidden twice: one storage
+assert saved_bytes(loss) == (8 * 4 + 8 * 6) * 8, f"expected 640 bytes, got {saved_bytes(loss)}"
+x2 = x.requires_grad_() * 2  # now the matmul also saves w.t(), a view of the parameter w
+loss = (x2 @ w.t()).sum()
+assert saved_bytes(loss) == 8 * 4 * 8, "the parameter w must be left out"
+assert saved_bytes(loss, include_parameters=True) == (8 * 4 + 6 * 4) * 8, "count w once"
+loss.backward()
+assert saved_bytes(loss, include_parameters=True) == 0, "backward freed the saved tensors"
+assert saved_bytes(w) == 0, "a leaf has no graph"
+h = x.exp()  # exp saves its result h
+loss = (h[0] * h[1]).sum()  # mul saves two views of h, which start at different addresses
+got = saved_bytes(loss)
+assert got == 8 * 4 * 8, f"h, h[0] and h[1] share one storage of 256 bytes, got {got}"
+model = deep_mlp(3, 5)
+loss = model(minitorch.randn(7, 5, dtype=torch.float64)).sum()
+for include in (False, True):
+    got, want = saved_bytes(loss, include), memory.saved_bytes(loss, include_parameters=include)
+    assert got == want, f"deep_mlp(3, 5), include_parameters={include}: {want} bytes, got {got}"
+print("saved_bytes agrees with minitorch.memory.saved_bytes on these graphs")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.saved_bytes(saved_bytes)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. Forward rises, backward falls
+#
+# `track(timeline=True)` records every allocation and release inside a block. Here is one
+# training step of a 12-block MLP: during the forward pass each block allocates an
+# activation that the graph keeps (blue, rising); backward (orange) allocates gradients
+# and frees each node's saved tensors once the node has run, so memory falls back. What
+# stays after the step is the parameters' `.grad`.
+
+# %%
+model = deep_mlp(12, 64)
+x = minitorch.randn(256, 64, dtype=torch.float64)
+with track(timeline=True) as mem:
+    loss = model(x).pow(2).mean()
+    after_forward = mem.current_bytes
+    loss.backward()
+print(mem.summary())
+print("held by the graph after forward:", kib(after_forward - mem.start_bytes))
+print("left after the step (the gradients):", kib(mem.end_bytes - mem.start_bytes))
+memory.plot_timeline(mem, title="one training step of a 12-block MLP")
+plt.show()
+
+# %% [markdown]
+# On a GPU the same accounting runs on the GPU's storages, and `summary()` adds PyTorch's
+# own peak, `torch.cuda.max_memory_allocated()`, which also counts PyTorch's temporaries
+# and rounds every block up to 512 bytes:
+
+# %%
+if torch.cuda.is_available():
+    gpu_model = deep_mlp(12, 64).to("cuda")
+    with track() as gpu:
+        gpu_model(x.to("cuda")).pow(2).mean().backward()
+    print(gpu.summary())
+    del gpu_model
+else:
+    print("no CUDA device here: minitorch's own figures only")
+
+# %% [markdown]
+# ## 3. How long the graph lives
+#
+# The saved tensors live exactly as long as the graph needs them:
+#
+# - **`backward()` frees them**, node by node (that is why a second backward raises);
+# - **`retain_graph=True`** keeps them for another backward;
+# - the graph itself lives as long as **something refers to its output** (`loss`, or any
+#   tensor computed from it): a forgotten reference keeps every saved activation alive.
+#
+# Measured on the same model:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+model = deep_mlp(6, 64)
+x = minitorch.randn(128, 64, dtype=torch.float64)
+loss = mem = None  # drop the graph of the previous section, which holds its model
+states = {}
+start = live_bytes()
+loss = model(x).pow(2).mean()
+states["after forward (loss alive)"] = live_bytes() - start, memory.saved_bytes(loss)
+loss.backward(retain_graph=True)
+states["after backward(retain_graph=True)"] = live_bytes() - start, memory.saved_bytes(loss)
+loss.backward()
+states["after a second backward()"] = live_bytes() - start, memory.saved_bytes(loss)
+model.zero_grad()
+loss = model(x).pow(2).mean()
+del loss
+states["forward, then del loss"] = live_bytes() - start, 0
+for state, (alive, saved) in states.items():
+    print(f"{state:36} allocated {kib(alive)}, saved by the graph {kib(saved)}")
+
+# %% [markdown]
+# After backward what remains is the gradients (one per parameter); after `del loss`
+# nothing remains: no reference, no graph, no saved tensors. `saved_bytes` also counts
+# the input `x`, which the first `Linear` saves but which existed before the forward
+# pass: that is why it can exceed what the forward pass allocated.
+
+# %% [markdown]
+# ## 4. Not recording at all: `no_grad`, `inference_mode`, `detach`, `.item()`
+#
+# When no gradient is needed (evaluation, metrics, logging), do not build the graph:
+#
+# - `with minitorch.no_grad():` records nothing, so ops save nothing and each
+#   intermediate dies as soon as the next op has used it;
+# - `with minitorch.inference_mode():` does the same and also marks the results as
+#   inference tensors, which can never enter a graph later;
+# - `t.detach()` is a new tensor sharing `t`'s storage, cut from the graph; it does not
+#   undo the recording that already happened;
+# - `t.item()` turns a one-element tensor into a Python number, which holds no graph.
+#
+# Beware of look-alikes: `model.eval()` changes layers such as dropout but still records,
+# and `torch.no_grad()` is PyTorch's switch, not minitorch's. The peak of one forward pass:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+model = deep_mlp(8, 64)
+x = minitorch.randn(256, 64, dtype=torch.float64)
+
+
+def peak_of(run):
+    # Bytes allocated at the peak of run(), on top of what was alive before.
+    gc.collect()
+    with track() as mem:
+        run()
+    return mem.peak_bytes - mem.start_bytes
+
+
+def forward_in(context):
+    def run():
+        with context:
+            return model(x).pow(2).mean().item()
+
+    return run
+
+
+peaks = {
+    "grad mode on": peak_of(forward_in(contextlib.nullcontext())),
+    "torch.no_grad() (PyTorch's)": peak_of(forward_in(torch.no_grad())),
+    "minitorch.no_grad()": peak_of(forward_in(minitorch.no_grad())),
+    "minitorch.inference_mode()": peak_of(forward_in(minitorch.inference_mode())),
+}
+model.eval()
+peaks["model.eval()"] = peak_of(forward_in(contextlib.nullcontext()))
+model.train()
+for name, peak in peaks.items():
+    print(f"{name:30} peak {kib(peak)}")
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 2.8))
+ax.barh(list(peaks), [p / 1024 for p in peaks.values()], color="tab:blue")
+ax.invert_yaxis()
+ax.set_xlabel("peak of one forward pass (KiB, measured)")
+plt.show()
+
+
+# %% [markdown]
+# ## 5. The classic leaks
+#
+# A memory leak in a training loop is a reference that outlives its iteration and keeps a
+# graph (or just tensors) alive. The usual culprits:
+#
+# - `total_loss += loss`: `total_loss` becomes a tensor whose graph reaches every
+#   iteration's loss;
+# - `history.append(output)` or `losses.append(loss)`: each stored tensor keeps its own
+#   graph, and its saved activations while backward has not freed them;
+# - validation without `no_grad`: its graph is never backwarded, so its saved activations
+#   stay as long as the loss tensor does.
+#
+# The loop below has all three. Memory after each iteration, measured:
+
+
+# %%
+def leaky_epoch(model, optimizer, batches, x_val, y_val):
+    total = 0.0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss  # a tensor: its graph reaches every iteration
+        validation.append(((model(x_val) - y_val) ** 2).mean())  # graph and all
+    return total / len(batches), validation
+
+
+def make_training(n_batches, seed=0):
+    minitorch.manual_seed(seed)
+    model = nn.Sequential(
+        nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1)
+    ).double()
+    optimizer = minitorch.optim.SGD(model.parameters(), lr=0.05)
+    batches = [
+        (minitorch.randn(16, 8, dtype=torch.float64), minitorch.randn(16, 1, dtype=torch.float64))
+        for _ in range(n_batches)
+    ]
+    x_val = minitorch.randn(128, 8, dtype=torch.float64)
+    y_val = minitorch.randn(128, 1, dtype=torch.float64)
+    return model, optimizer, batches, x_val, y_val
+
+
+def memory_after_each_count(epoch, counts):
+    held = []
+    for n in counts:
+        model, optimizer, batches, x_val, y_val = make_training(n)
+        start = live_bytes()
+        result = epoch(model, optimizer, batches, x_val, y_val)
+        held.append(live_bytes() - start)
+        del result
+    return held
+
+
+counts = [1, 2, 4, 8]
+leaky = memory_after_each_count(leaky_epoch, counts)
+print("leaky loop, bytes left after n batches:", dict(zip(counts, leaky)))
+
+
+# %% [markdown] nbgrader={"grade_id": "ex2_train_epoch_statement", "locked": true}
+# ### Exercise 2 (3 points): a training loop that does not leak
+#
+# Write `train_epoch(model, optimizer, batches, x_val, y_val)`, which does what
+# `leaky_epoch` does without its leaks. For each `(x, y)` in `batches`: zero the
+# gradients, compute the mean squared error of `model(x)` against `y`, backward,
+# `optimizer.step()`, then the validation loss (mean squared error of `model(x_val)`
+# against `y_val`). Return `(mean training loss, list of validation losses)`, all
+# **Python floats**.
+#
+# The grader measures memory while your loop runs and after it returns (holding what it
+# returned): on 6 batches, neither may exceed what it is on 1 batch.
+
+
+# %% nbgrader={"grade_id": "ex2_train_epoch", "solution": true}
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    """One epoch of training that does not leak: the memory it leaves behind is the same after
+    1 batch as after 100.
+
+    For each `(x, y)` in `batches`: zero the gradients, compute the mean squared error of
+    `model(x)` against `y`, backward, `optimizer.step()`, then the validation loss (mean squared
+    error of `model(x_val)` against `y_val`). Returns `(mean training loss, list of validation
+    losses)`, all Python floats.
+    """
+    ### BEGIN SOLUTION
+    total = 0.0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        with minitorch.no_grad():
+            validation.append(((model(x_val) - y_val) ** 2).mean().item())
+    return total / len(batches), validation
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex2_train_epoch_tests", "grade": true, "points": 3}
+model, optimizer, batches, x_val, y_val = make_training(4)
+mean, validation = train_epoch(model, optimizer, batches, x_val, y_val)
+assert type(mean) is float, f"the mean training loss must be a float, not {type(mean).__name__}"
+assert len(validation) == 4 and all(type(v) is float for v in validation), (
+    f"validation: one Python float per batch, got {[type(v).__name__ for v in validation]}"
+)
+fixed = memory_after_each_count(train_epoch, counts)
+print("your loop, bytes left after n batches:", dict(zip(counts, fixed)))
+assert max(fixed) <= fixed[0], "memory grows with the number of batches"
+peaks = []
+for n in (1, 6):
+    arguments = make_training(n)
+    peaks.append(peak_of(lambda a=arguments: train_epoch(*a)))
+assert peaks[1] <= peaks[0] + 1024, (
+    f"peak while training: {kib(peaks[0])} on 1 batch, {kib(peaks[1])} on 6:"
+    " something from each iteration stays alive while the loop runs"
+)
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.train_epoch(train_epoch)
+### END HIDDEN TESTS
+
+# %%
+assert "fixed" in globals(), "run the test cell of exercise 2 first: it measures train_epoch"
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(counts, [v / 1024 for v in leaky], "o-", color="tab:red", label="leaky_epoch")
+ax.plot(counts, [v / 1024 for v in fixed], "o-", color="tab:green", label="train_epoch")
+ax.set_xlabel("batches in the epoch")
+ax.set_ylabel("KiB left allocated (measured)")
+ax.legend()
+plt.show()
+
+
+# %% [markdown] nbgrader={"grade_id": "ex3_evaluate_statement", "locked": true}
+# ### Exercise 3 (2 points): evaluation without a graph
+#
+# Write `evaluate(model, batches)`: the mean over `batches` of each batch's mean squared
+# error `((model(x) - y) ** 2).mean()`, as a Python float, **recording no graph**. Grad
+# mode must be as it was when `evaluate` returns (use a `with` block). The grader measures
+# your function's peak against evaluation without a graph, checks that nothing is left
+# allocated afterwards and that no parameter got a `.grad`.
+
+
+# %% nbgrader={"grade_id": "ex3_evaluate", "solution": true}
+def evaluate(model, batches):
+    """The mean over `batches` of each batch's mean squared error `((model(x) - y) ** 2).mean()`,
+    a Python float, computed without recording any graph (and leaving grad mode as it was)."""
+    ### BEGIN SOLUTION
+    losses = []
+    with minitorch.inference_mode():
+        for x, y in batches:
+            losses.append(((model(x) - y) ** 2).mean().item())
+    return sum(losses) / len(losses)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex3_evaluate_tests", "grade": true, "points": 2}
+model = deep_mlp(8, 64)
+batches = [
+    (minitorch.randn(256, 64, dtype=torch.float64), minitorch.randn(256, 64, dtype=torch.float64))
+    for _ in range(2)
+]
+value = evaluate(model, batches)
+assert type(value) is float, f"return a Python float, not {type(value).__name__}"
+assert minitorch.is_grad_enabled(), "grad mode must be on again after evaluate"
+with_graph = peak_of(lambda: [((model(x) - y) ** 2).mean().item() for x, y in batches])
+yours = peak_of(lambda: evaluate(model, batches))
+print(f"peak with a graph {kib(with_graph)}, yours {kib(yours)}")
+assert yours < with_graph / 2, "your evaluation still records a graph"
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.evaluate(evaluate)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6. Gradient checkpointing: memory for recomputation
+#
+# Between forward and backward a network of n layers holds n activations. **Gradient
+# checkpointing** keeps only a few of them, the inputs of some *segments*, and runs a
+# segment's forward again during backward, when its activations are needed. Gradients are
+# identical; the price is one more forward pass.
+#
+# With n layers cut into s segments, forward keeps the s inputs, and backward recomputes
+# one segment at a time (n / s activations): about s + n / s activations at once, which
+# is smallest for s near the square root of n. Memory grows as the **square root** of the
+# depth instead of linearly.
+#
+# `minitorch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)` follows
+# PyTorch's `torch.utils.checkpoint.checkpoint`. Timeline of
+# the step from section 2, checkpointed in 4 segments of 3 blocks: the forward rises less,
+# and backward shows four bumps, one per recomputed segment.
+
+# %%
+model = deep_mlp(12, 64)
+x = minitorch.randn(256, 64, dtype=torch.float64)
+segments = [nn.Sequential(*list(model)[i : i + 3]) for i in range(0, 12, 3)]
+with track(timeline=True) as checkpointed:
+    h = x
+    for segment in segments:
+        h = minitorch.utils.checkpoint.checkpoint(segment, h, use_reentrant=False)
+    h.pow(2).mean().backward()
+    del h
+model.zero_grad()
+with track(timeline=True) as plain:
+    model(x).pow(2).mean().backward()
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
+memory.plot_timeline(plain, ax=left, title="plain")
+memory.plot_timeline(checkpointed, ax=right, title="checkpointed, 4 segments")
+plt.show()
+plain_peak = plain.peak_bytes - plain.start_bytes
+checkpointed_peak = checkpointed.peak_bytes - checkpointed.start_bytes
+print(f"peak: plain {kib(plain_peak)}, checkpointed {kib(checkpointed_peak)}")
+
+
+# %% [markdown]
+# How can backward run a forward pass again? A custom `Function` decides what it saves.
+# Its `forward` runs with recording **off** (as you saw in notebook 1), so whatever `fn`
+# computes inside it builds no graph and saves nothing: only what `forward` passes to
+# `ctx.save_for_backward` stays. Its `backward` may record and differentiate a graph of
+# its own.
+
+# %% [markdown] nbgrader={"grade_id": "ex4_checkpoint_statement", "locked": true}
+# ### Exercise 4 (5 points): checkpoint, written as a Function
+#
+# Complete the `Function` `Checkpoint`, so that `checkpoint(fn, *inputs)` returns
+# `fn(*inputs)` (one tensor) while keeping only `inputs` for backward:
+#
+# - `forward(ctx, fn, *inputs)`: remember `fn` on `ctx`, save the inputs, return
+#   `fn(*inputs)`;
+# - `backward(ctx, grad)`: make fresh leaves from the saved inputs (`x.detach()`, then
+#   `requires_grad_(x.requires_grad)`: the recomputed graph must end there, not continue
+#   into the outer graph), run `fn` on them again **under `minitorch.enable_grad()`**
+#   (backward runs with grad mode off), backward through the result with `grad` (this
+#   also accumulates into the parameters `fn` uses), and return one gradient per
+#   argument of `forward`: `None` for `fn`, then each fresh leaf's `.grad`.
+#
+# The grader runs a 16-block MLP as 4 checkpointed segments and checks identical gradients
+# (parameters and input) and a lower measured peak than without checkpointing.
+
+
+# %% nbgrader={"grade_id": "ex4_checkpoint", "solution": true}
+class Checkpoint(minitorch.autograd.Function):
+    """Run `fn` without saving anything inside it; recompute it in backward."""
+
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ### BEGIN SOLUTION
+        # Recording is off inside forward: fn's ops build no graph and save nothing.
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad):
+        ### BEGIN SOLUTION
+        # Fresh leaves: the recomputed graph must stop here, not run on into the outer graph.
+        inputs = [x.detach().requires_grad_(x.requires_grad) for x in ctx.saved_tensors]
+        with minitorch.enable_grad():
+            output = ctx.fn(*inputs)
+        # Accumulates into the parameters used inside fn, and into the fresh leaves' .grad.
+        output.backward(grad)
+        return (None, *[x.grad for x in inputs])
+        ### END SOLUTION
+
+
+def checkpoint(fn, *inputs):
+    """`fn(*inputs)` (one tensor out), keeping only `inputs` for backward, which runs `fn` again."""
+    return Checkpoint.apply(fn, *inputs)
+
+
+# %% nbgrader={"grade_id": "ex4_checkpoint_tests", "grade": true, "points": 5}
+model = deep_mlp(8, 32)
+x = minitorch.randn(64, 32, dtype=torch.float64, requires_grad=True)
+first, second = nn.Sequential(*list(model)[:4]), nn.Sequential(*list(model)[4:])
+second(first(x)).sum().backward()
+expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+model.zero_grad()
+x.grad = None
+start = live_bytes()
+plain_out = second(first(x))
+plain_held = live_bytes() - start
+del plain_out
+start = live_bytes()
+out = checkpoint(second, checkpoint(first, x))
+held = live_bytes() - start
+assert out.grad_fn is not None, "checkpoint must return a tensor with a grad_fn"
+assert held < plain_held / 2, (
+    f"after forward the checkpointed model holds {kib(held)}, the plain one"
+    f" {kib(plain_held)}: keep only the inputs, not fn's graph"
+)
+out.sum().backward()
+got = [p.grad for p in model.parameters()] + [x.grad]
+assert all(g is not None for g in got), "some parameter or the input got no gradient"
+for (name, _), g, e in zip([*model.named_parameters(), ("x", x)], got, expected):
+    assert same(g, e), f"the gradient of {name} differs from the plain model's"
+print("gradients identical to the plain model")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.checkpoint(checkpoint)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 7. How many segments?
+#
+# `checkpoint_sequential(model, segments, x, use_reentrant=False)` cuts an `nn.Sequential`
+# into `segments` chunks of `len(model) // segments` layers and checkpoints every chunk
+# but the last, which runs normally. The s + n / s estimate is a guide; what counts is
+# the measured peak, which also includes the gradients and the temporaries of backward.
+
+# %% [markdown] nbgrader={"grade_id": "ex5_best_segments_statement", "locked": true}
+# ### Exercise 5 (3 points): choose the segments by measuring
+#
+# Write `best_segments(model, x)`: the number of segments, from 1 to `len(model)`, for
+# which `checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()`
+# has the **lowest peak**, measured with `track()` (`peak_bytes - start_bytes`). Reset the
+# gradients with `model.zero_grad()` before each measurement, so that every run starts
+# alike; on ties, return the fewest segments (less recomputation). The grader measures
+# every choice itself and checks that yours is the best.
+
+
+# %% nbgrader={"grade_id": "ex5_best_segments", "solution": true}
+def best_segments(model, x):
+    """The number of segments, from 1 to `len(model)`, for which
+    `checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()` has the
+    lowest peak memory, measured with `minitorch.memory.track()` (ties: the fewest segments).
+    Reset the model's gradients to None before each measurement."""
+    ### BEGIN SOLUTION
+    peaks = []
+    for segments in range(1, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        peaks.append(mem.peak_bytes - mem.start_bytes)
+    model.zero_grad()
+    return 1 + peaks.index(min(peaks))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex5_best_segments_tests", "grade": true, "points": 3}
+model = deep_mlp(6, 32)
+x = minitorch.randn(128, 32, dtype=torch.float64)
+choice = best_segments(model, x)
+assert isinstance(choice, int) and 1 <= choice <= 6, f"from 1 to 6 segments, not {choice!r}"
+print("best number of segments for 6 blocks:", choice)
+peaks = []
+for s in range(1, 7):
+    model.zero_grad()
+    step = lambda s=s: checkpoint_sequential(model, s, x, use_reentrant=False).sum().backward()
+    peaks.append(peak_of(step))
+best = peaks.index(min(peaks)) + 1
+assert choice == best, (
+    f"measured peaks {[kib(p) for p in peaks]}: the lowest is at {best}, you chose {choice}"
+)
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.best_segments(best_segments)
+### END HIDDEN TESTS
+
+# %%
+model = deep_mlp(12, 32)
+x = minitorch.randn(128, 32, dtype=torch.float64)
+
+
+def checkpointed_step(segments):
+    checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+
+
+measured = []
+for s in range(1, 13):
+    model.zero_grad()
+    measured.append(peak_of(lambda s=s: checkpointed_step(s)))
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(range(1, 13), [p / 1024 for p in measured], "o-")
+ax.axvline(math.sqrt(12), color="0.6", linestyle="--", label="sqrt(12)")
+ax.set_xlabel("segments (12 blocks)")
+ax.set_ylabel("peak KiB (measured)")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# From 7 segments on, every checkpointed chunk is a single block: a block's input is
+# exactly what the block would have saved, so checkpointing it saves nothing, while the
+# last chunk grows. The best choice depends on the model: measure it.
+
+# %% [markdown]
+# ## 8. Micro-batches: a big batch in small pieces
+#
+# The activations grow with the batch size. Gradients add up (notebook 2), so a big batch
+# can run as k micro-batches, each with its own forward and backward, its graph freed
+# before the next: the gradient is the same (weight each micro-batch's mean loss by its
+# share of the batch) and the peak is that of one micro-batch. Measured peak of one step
+# per micro-batch size:
+
+# %%
+model = nn.Sequential(
+    nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 4)
+).double()
+inputs = minitorch.randn(96, 16, dtype=torch.float64)
+targets = minitorch.randn(96, 4, dtype=torch.float64)
+loss_fn = nn.MSELoss()
+sizes = [1, 2, 4, 8, 16, 32, 64, 96]
+step_peaks = []
+for size in sizes:
+    model.zero_grad()
+    step_peaks.append(peak_of(lambda n=size: loss_fn(model(inputs[:n]), targets[:n]).backward()))
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(sizes, [p / 1024 for p in step_peaks], "o-")
+ax.set_xlabel("micro-batch size")
+ax.set_ylabel("peak KiB of one step (measured)")
+plt.show()
+
+# %% [markdown]
+# The line does not start at 0: the gradients and some temporaries cost the same for any
+# size. One more detail matters for a budget: the first backward *creates* the `.grad`
+# tensors, near its end, while later ones add into `.grad` tensors that exist from the
+# start of the step. The same micro-batch, measured both ways:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+model.zero_grad()
+no_gradients_yet = peak_of(lambda: loss_fn(model(inputs[:8]), targets[:8]).backward())
+gradient_bytes = memory.storage_bytes([p.grad for p in model.parameters()])
+gradients_there = peak_of(lambda: loss_fn(model(inputs[:8]), targets[:8]).backward())
+print(f"no .grad yet:      peak {kib(no_gradients_yet)} above the start")
+print(
+    f".grad already there: peak {kib(gradients_there)} above a start that holds"
+    f" {kib(gradient_bytes)} of .grad: {kib(gradients_there + gradient_bytes)} in all"
+)
+
+
+# %% [markdown] nbgrader={"grade_id": "ex6_step_within_budget_statement", "locked": true}
+# ### Exercise 6 (3 points): a training step under a memory budget
+#
+# Write `step_within_budget(model, loss_fn, inputs, targets, budget)`: leave in every
+# parameter's `.grad` the gradient of `loss_fn(model(inputs), targets)` (a mean over the
+# batch), while memory never exceeds what it was when the call started by more than
+# `budget` bytes. The grader measures your call with `track()` and picks budgets that the
+# full batch exceeds.
+#
+# Open one `track()` block around the whole call: its `start_bytes` is where the budget
+# starts, and `peak_bytes` of a nested `track()` block is a peak counted the same way.
+# Reset the gradients, run one probe step (it creates the gradients), then measure the
+# peak of a step on `inputs[:1]` and on `inputs[:2]`: the difference is the cost of one
+# sample, and the largest micro-batch size that fits follows. Reset the gradients again,
+# then run the micro-batches (`inputs.split(size)`), weighting each mean loss by
+# `len(x) / len(inputs)`.
+
+
+# %% nbgrader={"grade_id": "ex6_step_within_budget", "solution": true}
+def step_within_budget(model, loss_fn, inputs, targets, budget):
+    """Leave in each parameter's `.grad` the gradient of `loss_fn(model(inputs), targets)` (a
+    mean over the batch), while the memory allocated during the call never exceeds what it was
+    at the start by more than `budget` bytes.
+
+    Split the batch into micro-batches small enough to fit. Measure first, inside one
+    `track()` block around the whole call (its `start_bytes` is where the budget starts): once
+    the gradients exist, the peak of one micro-batch step (`peak_bytes` of a nested `track()`)
+    grows linearly with the micro-batch size, so two probes, of sizes 1 and 2, tell the largest
+    size that fits. Reset the gradients to None before the real micro-batches.
+    """
+
+    ### BEGIN SOLUTION
+    def peak(size):
+        with track() as mem:
+            loss_fn(model(inputs[:size]), targets[:size]).backward()
+        return mem.peak_bytes
+
+    with track() as call:
+        model.zero_grad()
+        peak(1)  # creates the gradients: from now on every micro-batch step looks alike
+        one, two = peak(1), peak(2)
+        per_sample = two - one
+        size = max(1, min(len(inputs), (call.start_bytes + budget - one) // per_sample + 1))
+        model.zero_grad()
+        for x, y in zip(inputs.split(size), targets.split(size)):
+            # Weight each micro-batch by its share of the batch: the last may be smaller.
+            (loss_fn(model(x), y) * (len(x) / len(inputs))).backward()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex6_step_within_budget_tests", "grade": true, "points": 3}
+model.zero_grad()
+loss_fn(model(inputs), targets).backward()
+expected = [p.grad.clone() for p in model.parameters()]
+model.zero_grad()
+budget = step_peaks[3]  # what a micro-batch of 8 needed
+with track() as mem:
+    step_within_budget(model, loss_fn, inputs, targets, budget)
+print(f"budget {kib(budget)}, peak {kib(mem.peak_bytes - mem.start_bytes)}")
+assert mem.peak_bytes - mem.start_bytes <= budget, "over the budget"
+for (name, p), e in zip(model.named_parameters(), expected):
+    assert same(p.grad, e), f"{name}.grad differs from the full batch's gradient"
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.step_within_budget(step_within_budget)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 9. Truncated backpropagation through time
+#
+# A recurrent network unrolled over T steps records T copies of its cell: the graph, and
+# its memory, grows with the length of the sequence. **Truncated BPTT** backwards every k
+# steps and then cuts the graph with `h = h.detach()`: the hidden state carries its
+# *value* on, but gradients stop at the cut. Memory is bounded by k steps; the gradient
+# ignores dependencies longer than k steps. Measured peak of full BPTT against truncated
+# (k = 8):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+minitorch.manual_seed(0)
+cell = nn.RNNCell(4, 32).double()
+
+
+def full_bptt(xs, targets, h):
+    loss = 0.0
+    for t in range(len(xs)):
+        h = cell(xs[t], h)
+        loss = loss + ((h - targets[t]) ** 2).mean()
+    loss.backward()
+
+
+def truncated(xs, targets, h, k=8):
+    loss = 0.0
+    for t in range(len(xs)):
+        h = cell(xs[t], h)
+        loss = loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0:
+            loss.backward()
+            loss, h = 0.0, h.detach()
+
+
+lengths = [8, 16, 32, 64]
+bptt_peaks = {"full": [], "truncated, k=8": []}
+for T in lengths:
+    xs = minitorch.randn(T, 16, 4, dtype=torch.float64)
+    targets = minitorch.randn(T, 16, 32, dtype=torch.float64)
+    h0 = minitorch.zeros(16, 32, dtype=torch.float64)
+    for name, run in (("full", full_bptt), ("truncated, k=8", truncated)):
+        cell.zero_grad()
+        bptt_peaks[name].append(peak_of(lambda f=run, xs=xs, ts=targets, h=h0: f(xs, ts, h)))
+for name, peaks in bptt_peaks.items():
+    print(f"{name:15}", ", ".join(f"T={T}: {p / 1024:.1f} KiB" for T, p in zip(lengths, peaks)))
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3))
+for name, peaks in bptt_peaks.items():
+    ax.plot(lengths, [p / 1024 for p in peaks], "o-", label=name)
+ax.set_xlabel("sequence length T")
+ax.set_ylabel("peak KiB (measured)")
+ax.legend()
+plt.show()
+
+
+# %% [markdown] nbgrader={"grade_id": "ex7_truncated_bptt_statement", "locked": true}
+# ### Exercise 7 (3 points): truncated BPTT
+#
+# Write `truncated_bptt(cell, xs, targets, h0, k)`. Starting from `h = h0`, step
+# `h = cell(xs[t], h)` along the sequence; the loss of step t is
+# `((h - targets[t]) ** 2).mean()`. Reset the cell's gradients to None first. After every
+# k steps, **and after the last step** (the last chunk may be shorter), backward the sum
+# of the chunk's losses and cut the graph with `detach`. Return the sum of all the step
+# losses as a Python float; the gradients stay in the cell's parameters.
+#
+# The grader compares losses and gradients with the reference for several lengths and k,
+# and checks that the peak does not grow with the length of the sequence.
+
+
+# %% nbgrader={"grade_id": "ex7_truncated_bptt", "solution": true}
+def truncated_bptt(cell, xs, targets, h0, k):
+    """Truncated backpropagation through time over the sequence `xs` (steps along dim 0).
+
+    `h = cell(xs[t], h)` from `h0`; the loss of step t is `((h - targets[t]) ** 2).mean()`.
+    Reset the cell's gradients to None, then after every k steps (and after the last step)
+    backward the sum of the chunk's losses and cut the graph with `detach`, so that memory
+    stays bounded however long the sequence. Returns the sum of all losses, a Python float.
+    """
+    ### BEGIN SOLUTION
+    cell.zero_grad()
+    h = h0
+    total = 0.0
+    chunk_loss = 0.0
+    for t in range(len(xs)):
+        h = cell(xs[t], h)
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0 or t + 1 == len(xs):
+            chunk_loss.backward()
+            total += chunk_loss.item()
+            chunk_loss = 0.0
+            h = h.detach()
+    return total
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex7_truncated_bptt_tests", "grade": true, "points": 3}
+xs = minitorch.randn(12, 16, 4, dtype=torch.float64)
+targets = minitorch.randn(12, 16, 32, dtype=torch.float64)
+h0 = minitorch.zeros(16, 32, dtype=torch.float64)
+total = truncated_bptt(cell, xs, targets, h0, k=12)  # one chunk: plain BPTT
+yours = [p.grad.clone() for p in cell.parameters()]
+cell.zero_grad()
+full_bptt(xs, targets, h0)
+for g, e in zip(yours, cell.parameters()):
+    assert same(g, e.grad), "with k = T, the gradients must be those of full BPTT"
+assert type(total) is float, "return a Python float"
+short = peak_of(lambda: truncated_bptt(cell, xs[:8], targets[:8], h0, k=4))
+long = peak_of(lambda: truncated_bptt(cell, xs, targets, h0, k=4))
+print(f"peak on 8 steps {kib(short)}, on 12 steps {kib(long)}")
+assert long <= 1.15 * short + 2048, "memory grows with the sequence"
+uneven = truncated_bptt(cell, xs, targets, h0, k=5)  # chunks of 5, 5 and 2 steps
+assert math.isclose(uneven, total), (
+    f"k = 5 on 12 steps: the total loss is {uneven}, with k = 12 it is {total}:"
+    " the losses do not depend on k (did you backward the last, shorter chunk?)"
+)
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.truncated_bptt(truncated_bptt)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 10. Saved-tensor hooks: choose how saved tensors are stored
+#
+# `with saved_tensors_hooks(pack, unpack):` changes what the graph keeps: whenever an op
+# saves a tensor, the graph stores `pack(tensor)` instead, and backward calls `unpack` on
+# it to get a tensor back. `minitorch.autograd.graph.save_on_cpu()` uses this to keep
+# saved tensors in host memory while the GPU computes; `checkpoint` uses it to keep
+# nothing at all. Packing every saved tensor to **half precision** (float16, 2 bytes per
+# number) looks like an easy way to halve the saved bytes. Measured:
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def naive_pack(tensor):
+    return tensor.dtype, tensor.half()
+
+
+def naive_unpack(packed):
+    dtype, half = packed
+    return half.to(dtype)
+
+
+model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 8))
+x = minitorch.randn(512, 16)
+plain = memory.saved_bytes(model(x).pow(2).mean())
+packed_ids = []
+
+
+def counting_pack(tensor):
+    packed_ids.append(id(tensor))
+    return naive_pack(tensor)
+
+
+with saved_tensors_hooks(counting_pack, naive_unpack):
+    loss = model(x).pow(2).mean()
+print(f"saved without hooks {kib(plain)}, with naive half hooks {kib(memory.saved_bytes(loss))}")
+print(f"{len(packed_ids)} saves of {len(set(packed_ids))} distinct tensors")
+
+
+# %% [markdown]
+# Compare the two figures. Why so close? `pack` runs **once per save** (count the saves
+# and the distinct tensors above): a `Tanh` output, saved by the `Tanh` node and by the
+# next `Linear`, becomes two half copies, together as big as the original they replace.
+# And the weights, saved by every `Linear`, were not counted before (parameters are
+# alive anyway), but their copies are new memory. Half precision also changes the
+# numbers: float16 keeps about 3 significant digits, enough for saved activations, as
+# the gradient check of the exercise below measures.
+
+# %% [markdown] nbgrader={"grade_id": "ex8_half_precision_hooks_statement", "locked": true}
+# ### Exercise 8 (3 points): half-precision storage that really halves
+#
+# Write `half_precision_hooks()`, returning `saved_tensors_hooks(pack, unpack)` for two
+# functions you define inside it:
+#
+# - `pack` keeps a **leaf** (a parameter or an input) as it is; any other tensor becomes
+#   one float16 copy, made the first time that tensor is packed and **reused** when it is
+#   packed again. Remember tensors in a dict by `id(tensor)`, together with a
+#   `weakref.ref(tensor)` to check it is still the same tensor (an id is reused once its
+#   tensor dies). Never keep a strong reference to the original: that would keep it alive;
+# - `unpack` gives backward the tensor back in its **original dtype**.
+#
+# The grader measures, on float32 and float64 MLPs, the saved bytes and the memory the
+# graph holds: at most 0.6x of those without hooks, with gradients within a relative
+# error of 1e-2.
+
+
+# %% nbgrader={"grade_id": "ex8_half_precision_hooks", "solution": true}
+def half_precision_hooks():
+    """Saved-tensor hooks that keep saved activations in half precision; backward gets them
+    back in their original dtype.
+
+    Returns `saved_tensors_hooks(pack, unpack)`. Leaves (parameters, inputs) are kept as they
+    are: they are alive anyway. Any other tensor is stored as one float16 copy, made the first
+    time it is packed and reused when the same tensor is saved again (one op's output is often
+    saved by the next op too). Remember a tensor by its `id` together with a `weakref.ref` to it
+    (ids are reused once a tensor dies); never keep a strong reference to it.
+    """
+    ### BEGIN SOLUTION
+    copies = {}  # id(tensor) -> (weak reference to the tensor, its dtype, its float16 copy)
+
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        known = copies.get(id(tensor))
+        if known is None or known[0]() is not tensor:
+            known = (weakref.ref(tensor), tensor.dtype, tensor.half())
+            copies[id(tensor)] = known
+        return known[1], known[2]
+
+    def unpack(packed):
+        if isinstance(packed, tuple):
+            dtype, half = packed
+            return half.to(dtype)
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex8_half_precision_hooks_tests", "grade": true, "points": 3}
+model.zero_grad()
+start = live_bytes()
+plain_loss = model(x).pow(2).mean()
+plain_held = live_bytes() - start
+del plain_loss
+hooks = half_precision_hooks()  # kept, as a training loop that reuses them would
+start = live_bytes()
+with hooks:
+    loss = model(x).pow(2).mean()
+held = live_bytes() - start
+halved = memory.saved_bytes(loss)
+print(f"saved without hooks {kib(plain)}, with yours {kib(halved)}")
+assert halved <= 0.6 * plain, f"{halved / plain:.2f}x of the saved bytes, at most 0.6x expected"
+assert held <= 0.6 * plain_held, (
+    f"the graph holds {kib(held)} with your hooks, {kib(plain_held)} without:"
+    " is an original tensor still referenced?"
+)
+try:
+    loss.backward()
+except RuntimeError as error:
+    if "dtype" not in str(error):
+        raise
+    hint = "does unpack give the tensor back in its original dtype?"
+    raise AssertionError(f"backward: {error}: {hint}") from None
+with_hooks = [p.grad.clone() for p in model.parameters()]
+model.zero_grad()
+model(x).pow(2).mean().backward()
+for g, p in zip(with_hooks, model.parameters()):
+    error = ((g - p.grad).norm() / p.grad.norm()).item()
+    assert g.dtype == p.dtype, f"gradient of dtype {g.dtype}, expected {p.dtype}"
+    assert error < 1e-2, f"relative gradient error {error:.3g}, at most 1e-2 expected"
+print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.memory import grade
+
+grade.half_precision_hooks(half_precision_hooks)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Half precision can also hold the **parameters** themselves: `model.half()` halves
+# their storage (measured below). Training entirely in float16 loses small updates and
+# can overflow, which is why mixed-precision training keeps a float32 copy of the weights
+# and scales the loss; storing only the saved activations in half precision, as in
+# exercise 8, is the gentler trade.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+    model.to(dtype)
+    print(f"parameters in {str(dtype):15} {kib(memory.storage_bytes(model.parameters()))}")
+model.float()
+
+# %% [markdown]
+# ## Summary
+#
+# - An op saves what its local derivative needs: inputs (`mul`, `matmul`, `sin`), its
+#   result (`exp`, `tanh`, `relu`) or nothing (`add`, `sum`). In a network that means one
+#   activation per layer; count **storages**, each once.
+# - Memory rises through the forward pass and falls through backward, which frees saved
+#   tensors node by node. `retain_graph=True` and any reference to an output keep them.
+# - Record nothing you will not differentiate: `no_grad` / `inference_mode` for
+#   evaluation, `.item()` for logging; `model.eval()` and `detach()` afterwards do not
+#   stop the recording.
+# - Leaks are references that outlive their iteration: running totals of loss tensors,
+#   stored outputs, validation graphs.
+# - Checkpointing keeps segment inputs and recomputes the rest: about the square root of
+#   the depth in memory for one more forward pass. Measure to choose the segments.
+# - Micro-batches bound the peak by the micro-batch size with the same gradient;
+#   truncated BPTT bounds it by k steps, changing the gradient on purpose.
+# - Saved-tensor hooks decide how saved tensors are stored: offloaded, recomputed or in
+#   half precision; pack each tensor once and keep no reference to the original.

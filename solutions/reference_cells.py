@@ -1,0 +1,64 @@
+"""The reference solutions are the answer cells of the course's notebook sources.
+
+Each solution is written once, in its notebook's source course/notebooks/<assignment>.py (see
+NOTE [Notebook sources] in course/build.py). `load(assignment, namespace)` executes there, in
+order, every answer cell (`"solution": true`) and every locked code cell (data that exercises
+and graders share, such as a prediction exercise's snippets). Each cell is compiled under the
+source's file name and line numbers, so a traceback or `inspect.getsource` points at the very
+line a maintainer edits.
+
+The percent format is read here with a few lines of code instead of jupytext, which would add
+more than a second to every grading kernel's start; a test checks that both read the same cells.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "course" / "notebooks"
+MARKER = "# %%"
+
+
+@dataclass
+class ReferenceCell:
+    """One code cell of a notebook source that the graders use."""
+
+    grade_id: str
+    source: str
+    first_line: int  # 1-based line number of the source's first line in the file
+
+
+def _role(marker_line: str) -> dict | None:
+    """The nbgrader metadata on a code cell's marker line; None for a markdown cell or a cell
+    without a role."""
+    if "[markdown]" in marker_line or "nbgrader=" not in marker_line:
+        return None
+    text = marker_line.split("nbgrader=", 1)[1]
+    role, _ = json.JSONDecoder().raw_decode(text)
+    return role
+
+
+def reference_cells(assignment: str) -> list[ReferenceCell]:
+    """The answer cells and locked code cells of course/notebooks/<assignment>.py, in order."""
+    lines = (NOTEBOOKS / f"{assignment}.py").read_text().splitlines()
+    markers = [i for i, line in enumerate(lines) if line.startswith(MARKER)]
+    cells = []
+    for start, end in zip(markers, [*markers[1:], len(lines)]):
+        role = _role(lines[start])
+        if role is None or role.get("grade", False):
+            continue
+        if role.get("solution", False) or role.get("locked", False):
+            body = "\n".join(lines[start + 1 : end]).rstrip("\n")
+            cells.append(ReferenceCell(role["grade_id"], body, start + 2))
+    return cells
+
+
+def load(assignment: str, namespace: dict[str, Any]) -> None:
+    """Execute the reference cells of `assignment` into `namespace` (a module's globals)."""
+    path = NOTEBOOKS / f"{assignment}.py"
+    for cell in reference_cells(assignment):
+        padded = "\n" * (cell.first_line - 1) + cell.source
+        exec(compile(padded, str(path), "exec"), namespace)

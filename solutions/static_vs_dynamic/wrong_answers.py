@@ -1,0 +1,625 @@
+"""Plausible wrong answers to notebook 5's exercises: mistakes the graders must reject.
+
+`WRONG_ANSWERS[grade_id]` lists `WrongAnswer(name, source, why)`; `source` is a complete
+replacement for that exercise's answer cell (it may use what the notebook defined before it:
+the setup imports, the trace classes and earlier answers such as `trace` and `replay`).
+
+Exercises 6 and 7 take the tracer and the replayer as arguments (by default the student's own
+`trace` and `replay`); their graders pass the reference versions, so a wrong exercise 1 or 2
+costs only its own points.
+"""
+
+from __future__ import annotations
+
+from solutions.graph_construction.wrong_answers import WrongAnswer
+
+_TRACE_HEAD = """\
+def trace(fn, *inputs):
+    result = Trace()
+    slots = {}
+    alive = []
+
+    def slot_of(t):
+        if id(t) not in slots:
+            slots[id(t)] = len(alive)
+            alive.append(t)
+        return slots[id(t)]
+
+    for t in inputs:
+        result.inputs.append(slot_of(t))
+        result.input_meta.append((t.shape, t.dtype))
+"""
+
+_TRACE_TAIL = """\
+    with watch_ops(on_op, on_read):
+        out = fn(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    result.outputs = [slots[id(o)] for o in outs]
+    return result
+"""
+
+_ON_READ = """
+    def on_read(tensor, kind, value):
+        result.steps.append(Guard(slot_of(tensor), kind, value))
+
+"""
+
+
+def _trace(on_op: str, on_read: str = _ON_READ, tail: str = _TRACE_TAIL) -> str:
+    return _TRACE_HEAD + on_op + on_read + tail
+
+
+_ON_OP = """
+    def on_op(function, args, outputs):
+        described = []
+        for a in args:
+            if isinstance(a, minitorch.Tensor):
+                if id(a) not in slots:
+                    result.captured[slot_of(a)] = a
+                described.append(Slot(slot_of(a)))
+            else:
+                described.append(a)
+        outs = [slot_of(o) if isinstance(o, minitorch.Tensor) else None for o in outputs]
+        result.steps.append(Step(function, described, outs))
+"""
+
+_REPLAY_LOOP = """\
+    values = dict(trace.captured)
+    values.update(zip(trace.inputs, inputs))
+    with minitorch.no_grad():
+        for step in trace.steps:
+            if isinstance(step, Guard):
+                {guard}
+            args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+            outs = step.function.apply(*args)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            for slot, out in zip(step.outputs, outs):
+                if slot is not None:
+                    values[slot] = out
+    return tuple(values[slot] for slot in trace.outputs)
+"""
+
+_GRADIENTS = """\
+def replay_with_gradients(trace, inputs, grad_output):
+    values = dict(trace.captured)
+    values.update(zip(trace.inputs, inputs))
+    needs_grad = {{slot: t.requires_grad for slot, t in values.items()}}
+    done = []
+    for step in trace.steps:
+        if isinstance(step, Guard):
+            continue
+        args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+        flags = [isinstance(a, Slot) and needs_grad[a.index] for a in step.args]
+        outs, ctx = forward_with_ctx(step.function, args, flags)
+        for slot, out in zip(step.outputs, outs):
+            if slot is not None:
+                values[slot] = out
+                needs_grad[slot] = {propagate}
+        done.append((step, ctx, flags))
+    (out_slot,) = trace.outputs
+    grads = {{out_slot: grad_output}}
+    for step, ctx, flags in {order}:
+        out_grads = [None if s is None else grads.pop(s, None) for s in step.outputs]
+        if not any(flags) or all(g is None for g in out_grads):
+            continue
+        results = step.function.backward(ctx, *out_grads)
+        results = results if isinstance(results, tuple) else (results,)
+        for arg, flag, grad in zip(step.args, flags, results):
+            if flag and grad is not None:
+                slot = arg.index
+                {accumulate}
+    wanted = {wanted}
+    result = {{s: g for s, g in grads.items() if s in wanted and values[s].requires_grad}}
+    return values[out_slot], result
+"""
+
+
+def _gradients(
+    propagate: str = "any(flags) and out.dtype.is_floating_point",
+    order: str = "reversed(done)",
+    accumulate: str = "grads[slot] = grad if slot not in grads else grads[slot] + grad",
+    wanted: str = "set(trace.inputs) | set(trace.captured)",
+) -> str:
+    return _GRADIENTS.format(propagate=propagate, order=order, accumulate=accumulate, wanted=wanted)
+
+
+_CACHED = """\
+def cached(fn, limit=3, tracer=None, replayer=None):
+    tracer = tracer or trace
+    replayer = replayer or replay
+    cache = {{}}
+    warned = False
+
+    def call(*inputs):
+        nonlocal warned
+        signature = {signature}
+        if signature not in cache:
+            if len(cache) >= limit:
+{beyond}
+            cache[signature] = tracer(fn, *inputs)
+        outputs = replayer(cache[signature], *inputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    call.cache = cache
+    return call
+"""
+
+_EAGER_ONCE = """\
+                if not warned:
+                    warnings.warn("limit reached", RuntimeWarning, stacklevel=2)
+                    warned = True
+                return fn(*inputs)"""
+
+
+def _cached(
+    signature: str = "tuple((tuple(t.shape), t.dtype) for t in inputs)", beyond: str = _EAGER_ONCE
+) -> str:
+    return _CACHED.format(signature=signature, beyond=beyond)
+
+
+_SPEEDUP = """\
+def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
+    tracer = tracer or trace
+    replayer = replayer or replay
+    recorded = tracer(fn, *inputs)
+
+    def best_time(run):
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+{body}
+"""
+
+_RIGHT_PREDICTIONS = {
+    "a": True,
+    "b": False,
+    "c": True,
+    "d": True,
+    "e": False,
+    "f": False,
+    "g": True,
+    "h": False,
+    "i": True,
+    "k": False,
+}
+
+
+def _predictions(**changes: object) -> str:
+    answer = {**_RIGHT_PREDICTIONS, **changes}
+    return f"def predict_tracing():\n    return {answer!r}\n"
+
+
+WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_trace": [
+        WrongAnswer(
+            "captured_by_value",
+            _trace(
+                _ON_OP.replace(
+                    "result.captured[slot_of(a)] = a",
+                    "result.captured[slot_of(a)] = a.detach().clone()",
+                )
+            ),  # noqa: E501
+            "a copy of a parameter: the trace would not see the next optimizer step",
+        ),
+        WrongAnswer(
+            "outputs_numbered_first",
+            _trace(
+                _ON_OP.replace(
+                    "        described = []\n",
+                    "        pre = [slot_of(o) for o in outputs if isinstance(o, minitorch.Tensor)]\n"  # noqa: E501
+                    "        described = []\n",
+                )
+            ),
+            "slots given to an op's outputs before its captured arguments",
+        ),
+        WrongAnswer(
+            "reads_ignored",
+            _trace(_ON_OP, on_read="\n    on_read = None\n\n"),
+            "no Guard steps: the branches Python took are forgotten",
+        ),  # fmt: skip
+        WrongAnswer(
+            "single_output_only",
+            _trace(
+                _ON_OP,
+                tail=_TRACE_TAIL.replace(
+                    "    outs = out if isinstance(out, tuple) else (out,)\n",
+                    "    outs = (out[0],) if isinstance(out, tuple) else (out,)\n",
+                ),
+            ),
+            "a function that returns two tensors keeps only the first",
+        ),
+    ],
+    "ex2_replay": [
+        WrongAnswer(
+            "captured_forgotten",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace("dict(trace.captured)", "dict()").format(guard="continue"),
+            "the parameters are not in the values: KeyError",
+        ),
+        WrongAnswer(
+            "graph_recorded",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace("    with minitorch.no_grad():\n", "    if True:\n").format(
+                guard="continue"
+            ),
+            "replays with grad mode on: a graph per op, the cost a trace should save",
+        ),
+        WrongAnswer(
+            "first_output_only",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace(
+                "return tuple(values[slot] for slot in trace.outputs)",
+                "return (values[trace.outputs[0]],)",
+            ).format(guard="continue"),
+            "only the first output",
+        ),
+        WrongAnswer(
+            "guards_not_skipped",
+            "def replay(trace, *inputs):\n" + _REPLAY_LOOP.format(guard="pass"),
+            "a Guard step is treated as an op: AttributeError",
+        ),
+    ],
+    "ex3_input_mismatch": [
+        WrongAnswer(
+            "numel_not_shape",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return "wrong number of inputs"
+    for i, (t, (shape, dtype)) in enumerate(zip(inputs, trace.input_meta)):
+        if t.numel() != torch.Size(shape).numel():
+            return f"input {i}: shape differs"
+        if t.dtype != dtype:
+            return f"input {i}: dtype differs"
+    return None
+""",
+            "compares the number of elements: a transposed input passes",
+        ),
+        WrongAnswer(
+            "dtype_ignored",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return "wrong number of inputs"
+    for i, (t, (shape, dtype)) in enumerate(zip(inputs, trace.input_meta)):
+        if t.shape != shape:
+            return f"input {i}: shape {list(t.shape)} instead of {list(shape)}"
+    return None
+""",
+            "a float32 input replays a float64 trace",
+        ),
+        WrongAnswer(
+            "count_not_checked",
+            """\
+def input_mismatch(trace, *inputs):
+    for i, (t, (shape, dtype)) in enumerate(zip(inputs, trace.input_meta)):
+        if t.shape != shape:
+            return f"input {i}: shape {list(t.shape)} instead of {list(shape)}"
+        if t.dtype != dtype:
+            return f"input {i}: dtype {t.dtype} instead of {dtype}"
+    return None
+""",
+            "zip stops at the shorter list: a missing or extra input passes",
+        ),
+        WrongAnswer(
+            "bool_instead_of_message",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return True
+    return any(t.shape != s or t.dtype != d for t, (s, d) in zip(inputs, trace.input_meta))
+""",
+            "returns True/False, not None or a message",
+        ),
+    ],
+    "ex4_replay_guarded": [
+        WrongAnswer(
+            "guards_skipped",
+            "def replay_guarded(trace, *inputs):\n" + _REPLAY_LOOP.format(guard="continue"),
+            "no guard is checked: the other branch replays silently",
+        ),
+        WrongAnswer(
+            "reads_the_guard_itself",
+            "def replay_guarded(trace, *inputs):\n"
+            + _REPLAY_LOOP.format(
+                guard="if READERS[step.kind](step.value) != step.value:\n"
+                "                    raise GuardFailed('changed')\n"
+                "                continue"
+            ),
+            "re-reads the recorded value instead of the replayed tensor",
+        ),
+        WrongAnswer(
+            "wrong_exception",
+            "def replay_guarded(trace, *inputs):\n"
+            + _REPLAY_LOOP.format(
+                guard="if READERS[step.kind](values[step.slot]) != step.value:\n"
+                "                    raise ValueError('a guard failed')\n"
+                "                continue"
+            ),
+            "raises ValueError, which a cache could not tell from a bug",
+        ),
+        WrongAnswer(
+            "bool_guards_only",
+            "def replay_guarded(trace, *inputs):\n"
+            + _REPLAY_LOOP.format(
+                guard="if step.kind == 'bool' and bool(values[step.slot]) != step.value:\n"
+                "                    raise GuardFailed('changed')\n"
+                "                continue"
+            ),
+            "checks `if` conditions but not item() or int() reads",
+        ),
+    ],
+    "ex5_replay_with_gradients": [
+        WrongAnswer(
+            "fan_out_overwritten",
+            _gradients(accumulate="grads[slot] = grad"),
+            "a slot used twice keeps only its last gradient",
+        ),
+        WrongAnswer(
+            "forward_order",
+            _gradients(order="done"),
+            "backward steps in forward order: gradients not yet complete",
+        ),
+        WrongAnswer(
+            "inputs_only",
+            _gradients(wanted="set(trace.inputs)"),
+            "the parameters' gradients are left out",
+        ),
+        WrongAnswer(
+            "needs_not_propagated",
+            _gradients(propagate="out.requires_grad"),
+            "intermediate results are not marked as needing gradients",
+        ),
+    ],
+    "ex6_cached": [
+        WrongAnswer(
+            "dtype_not_in_signature",
+            _cached(signature="tuple(tuple(t.shape) for t in inputs)"),
+            "float32 and float64 inputs share one trace",
+        ),
+        WrongAnswer(
+            "no_limit",
+            _cached(beyond="                pass"),
+            "traces every new signature forever",
+        ),
+        WrongAnswer(
+            "warns_every_time",
+            _cached(
+                beyond='                warnings.warn("limit", RuntimeWarning, stacklevel=2)\n'
+                "                return fn(*inputs)"
+            ),
+            "a warning on every call beyond the limit",
+        ),
+        WrongAnswer(
+            "error_beyond_limit",
+            _cached(beyond='                raise RuntimeError("too many traces")'),
+            "refuses instead of running eagerly",
+        ),
+    ],
+    "ex7_replay_speedup": [
+        WrongAnswer(
+            "tracing_timed",
+            _SPEEDUP.format(
+                body="    eager = best_time(lambda: fn(*inputs))\n"
+                "    replayed = best_time(lambda: replayer(tracer(fn, *inputs), *inputs))\n"
+                "    return eager / replayed"
+            ),
+            "traces again inside the timed replay",
+        ),
+        WrongAnswer(
+            "inverted",
+            _SPEEDUP.format(
+                body="    eager = best_time(lambda: fn(*inputs))\n"
+                "    replayed = best_time(lambda: replayer(recorded, *inputs))\n"
+                "    return replayed / eager"
+            ),
+            "replay time / eager time",
+        ),
+        WrongAnswer(
+            "eager_without_graph",
+            _SPEEDUP.format(
+                body="    with minitorch.no_grad():\n"
+                "        eager = best_time(lambda: fn(*inputs))\n"
+                "    replayed = best_time(lambda: replayer(recorded, *inputs))\n"
+                "    return eager / replayed"
+            ),
+            "eager measured without recording its graph: not what a replay saves",
+        ),
+    ],
+    "ex8_predict_tracing": [
+        WrongAnswer(
+            "all_true",
+            _predictions(**dict.fromkeys(_RIGHT_PREDICTIONS, True)),
+            "tracing always works",
+        ),  # fmt: skip
+        WrongAnswer(
+            "shapes_are_constants", _predictions(d=False), "x.shape[0] is recorded as an op"
+        ),  # fmt: skip
+        WrongAnswer(
+            "len_is_recorded", _predictions(e=True, k=True), "len() and item() become constants"
+        ),  # fmt: skip
+    ],
+}
+
+
+# Different but correct answers: each must earn full marks (tests/test_graders_common.py).
+RIGHT_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_trace": [
+        WrongAnswer(
+            "recorder_class",
+            """\
+class Recorder:
+    def __init__(self, inputs):
+        self.trace = Trace()
+        self.slots = {}
+        self.keep = []
+        for t in inputs:
+            self.trace.inputs.append(self.slot(t))
+            self.trace.input_meta.append((t.shape, t.dtype))
+
+    def slot(self, t, captured=False):
+        key = id(t)
+        if key not in self.slots:
+            self.slots[key] = len(self.keep)
+            self.keep.append(t)
+            if captured:
+                self.trace.captured[self.slots[key]] = t
+        return self.slots[key]
+
+    def op(self, function, args, outputs):
+        described = [
+            Slot(self.slot(a, captured=True)) if isinstance(a, minitorch.Tensor) else a
+            for a in args
+        ]
+        outs = [self.slot(o) if isinstance(o, minitorch.Tensor) else None for o in outputs]
+        self.trace.steps.append(Step(function, described, outs))
+
+    def read(self, tensor, kind, value):
+        self.trace.steps.append(Guard(self.slot(tensor), kind, value))
+
+
+def trace(fn, *inputs):
+    recorder = Recorder(inputs)
+    with watch_ops(recorder.op, recorder.read):
+        result = fn(*inputs)
+    results = result if isinstance(result, tuple) else [result]
+    recorder.trace.outputs = [recorder.slots[id(r)] for r in results]
+    return recorder.trace
+""",
+            "a class instead of closures",
+        ),
+    ],
+    "ex2_replay": [
+        WrongAnswer(
+            "list_of_values",
+            """\
+def replay(trace, *inputs):
+    size = 1 + max([*trace.inputs, *trace.captured, *[
+        o for s in trace.steps if isinstance(s, Step) for o in s.outputs if o is not None
+    ]])
+    values = [None] * size
+    for slot, t in [*zip(trace.inputs, inputs), *trace.captured.items()]:
+        values[slot] = t
+    for step in trace.steps:
+        if not isinstance(step, Step):
+            continue
+        with minitorch.no_grad():
+            result = step.function.apply(
+                *(values[a.index] if isinstance(a, Slot) else a for a in step.args)
+            )
+        if not isinstance(result, tuple):
+            result = (result,)
+        for slot, value in zip(step.outputs, result):
+            if slot is not None:
+                values[slot] = value
+    return tuple(values[s] for s in trace.outputs)
+""",
+            "a list of values, no_grad around each op",
+        ),
+    ],
+    "ex3_input_mismatch": [
+        WrongAnswer(
+            "dtype_first",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return f"wrong number of inputs: {len(inputs)} instead of {len(trace.input_meta)}"
+    for i, t in enumerate(inputs):
+        shape, dtype = trace.input_meta[i]
+        if t.dtype != dtype:
+            return f"input {i} has dtype {t.dtype}; traced with {dtype}"
+        if tuple(t.shape) != tuple(shape):
+            return f"input {i} has shape {tuple(t.shape)}; traced with {tuple(shape)}"
+""",
+            "dtype checked first, falls off the end to return None",
+        ),
+    ],
+    "ex5_replay_with_gradients": [
+        WrongAnswer(
+            "grad_lists",
+            """\
+def replay_with_gradients(trace, inputs, grad_output):
+    values = {**trace.captured, **dict(zip(trace.inputs, inputs))}
+    requires = {s for s, t in values.items() if t.requires_grad}
+    tape = []
+    for step in trace.steps:
+        if isinstance(step, Guard):
+            continue
+        args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+        needs = [isinstance(a, Slot) and a.index in requires for a in step.args]
+        outs, ctx = forward_with_ctx(step.function, args, needs)
+        for slot, out in zip(step.outputs, outs):
+            if slot is None:
+                continue
+            values[slot] = out
+            if any(needs) and out.is_floating_point():
+                requires.add(slot)
+        tape.append((step, ctx, needs))
+    pending = {trace.outputs[0]: [grad_output]}
+    for step, ctx, needs in tape[::-1]:
+        grads = [sum(pending.pop(s)) if s in pending else None for s in step.outputs]
+        if all(g is None for g in grads) or not any(needs):
+            continue
+        back = step.function.backward(ctx, *grads)
+        back = back if isinstance(back, tuple) else (back,)
+        for a, need, g in zip(step.args, needs, back):
+            if need and g is not None:
+                pending.setdefault(a.index, []).append(g)
+    leaves = [*trace.inputs, *trace.captured]
+    result = {s: sum(g) for s, g in pending.items() if s in leaves and values[s].requires_grad}
+    return values[trace.outputs[0]], result
+""",
+            "lists of gradients summed when used",
+        ),
+    ],
+    "ex6_cached": [
+        WrongAnswer(
+            "class_with_call",
+            """\
+class Cached:
+    def __init__(self, fn, limit, tracer, replayer):
+        self.fn, self.limit, self.cache, self.warned = fn, limit, {}, False
+        self.tracer, self.replayer = tracer or trace, replayer or replay
+
+    def __call__(self, *inputs):
+        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        if key in self.cache:
+            outputs = self.replayer(self.cache[key], *inputs)
+            return outputs if len(outputs) > 1 else outputs[0]
+        if len(self.cache) == self.limit:
+            if not self.warned:
+                self.warned = True
+                warnings.warn("recompile limit reached", RuntimeWarning, stacklevel=2)
+            return self.fn(*inputs)
+        self.cache[key] = self.tracer(self.fn, *inputs)
+        return self(*inputs)
+
+
+def cached(fn, limit=3, tracer=None, replayer=None):
+    return Cached(fn, limit, tracer, replayer)
+""",
+            "a callable object",
+        ),
+    ],
+    "ex7_replay_speedup": [
+        WrongAnswer(
+            "timeit",
+            """\
+import timeit
+
+
+def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
+    recorded = (tracer or trace)(fn, *inputs)
+    run_replay = replayer or replay
+    eager = min(timeit.repeat(lambda: fn(*inputs), number=1, repeat=repeat))
+    replayed = min(timeit.repeat(lambda: run_replay(recorded, *inputs), number=1, repeat=repeat))
+    return eager / replayed
+""",
+            "timeit instead of perf_counter",
+        ),
+    ],
+}
