@@ -1,0 +1,124 @@
+"""Notebook 6 ("batching_dynamic_graphs"): what its graders check beyond what every
+assignment's graders check (tests/test_graders_common.py): specific feedback for specific
+mistakes, and the graders' own ground truth.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from course_notebooks import course_notebook
+
+from solutions.batching_dynamic_graphs import grade, reference
+
+NB = course_notebook("batching_dynamic_graphs")
+
+# The feedback each wrong answer must get: the mistake named, not just "wrong".
+EXPECTED_FEEDBACK = {
+    ("ex1_signature", "sample_included"): "equal signatures expected",
+    ("ex1_signature", "param_ignored"): "parameter W and linear with parameter V",
+    ("ex1_signature", "arg_shapes_ignored"): "sum over an argument of shape (4,)",
+    ("ex1_signature", "attrs_ignored"): "pow with attrs (2,)",
+    ("ex1_signature", "list_not_hashable"): "unhashable list",
+    ("ex2_schedule_by_depth", "depth_only"): "mixes nodes of different signatures",
+    ("ex2_schedule_by_depth", "signature_only"): "before node",
+    ("ex2_schedule_by_depth", "position_in_sample"): "",
+    ("ex2_schedule_by_depth", "height_not_depth"): "",
+    ("ex3_schedule_agenda", "average_over_ready_nodes"): "but the agenda runs",
+    ("ex3_schedule_agenda", "matmul_not_deferred"): "but the agenda runs",
+    ("ex3_schedule_agenda", "largest_group_first"): "but the agenda runs",
+    ("ex3_schedule_agenda", "every_ready_signature_each_round"): "",
+    ("ex4_gather", "overwrite_not_add"): "a row gathered twice receives the sum",
+    ("ex4_gather", "gather_in_backward"): "",
+    ("ex4_gather", "one_hot_not_transposed"): "",
+    ("ex4_gather", "first_row_repeated"): "forward gave",
+    ("ex5_batched_forward", "per_sample_loop"): "at most once per height",
+    ("ex5_batched_forward", "children_swapped"): "the per-sample model gives",
+    ("ex5_batched_forward", "levels_detached"): "the gradient of",
+    ("ex5_batched_forward", "first_operator_for_the_level"): "the per-sample model gives",
+    ("ex6_tree_speedup", "inverted"): "return per-sample time / batched time",
+    ("ex6_tree_speedup", "one_tree_per_sample"): "your ratio",
+    ("ex6_tree_speedup", "check_inside_the_timing"): "your ratio",
+    ("ex7_predict_calls", "reads_cost_nothing"): "wrong: 'b', 'c', 'd'",
+    ("ex7_predict_calls", "depth_as_good_as_agenda"): "wrong: 'e'",
+    ("ex7_predict_calls", "flushes_counted_not_calls"): "0 of 5 predictions right",
+}
+
+WRONG = [(gid, wrong) for gid, wrongs in NB.wrong_answers.items() for wrong in wrongs]
+
+
+def test_every_wrong_answer_has_expected_feedback() -> None:
+    assert set(EXPECTED_FEEDBACK) == {(gid, w.name) for gid, w in WRONG}
+
+
+def test_at_least_three_wrong_answers_per_exercise() -> None:
+    assert all(len(NB.wrong_answers[gid]) >= 3 for gid in NB.exercises)
+
+
+@pytest.mark.parametrize(("grade_id", "wrong"), WRONG, ids=[f"{g}-{w.name}" for g, w in WRONG])
+def test_wrong_answer_gets_its_expected_feedback(grade_id: str, wrong: Any) -> None:
+    points, message = NB.score(grade_id, wrong.source, seed=5)
+    assert points < NB.points(grade_id)
+    expected = EXPECTED_FEEDBACK[(grade_id, wrong.name)]
+    assert expected in message, f"expected {expected!r} in the feedback: {message}"
+
+
+def test_agenda_makes_fewer_calls_than_depth_on_sequences() -> None:
+    """Exercise 3's point, on the notebook's graph and on random lengths."""
+    for lengths in ([1, 2, 3], [1, 2, 3, 4], [5, 1, 3]):
+        nodes = reference.sequence_graph(lengths)
+        agenda = reference.schedule_agenda(nodes, reference.signature)
+        depth = reference.schedule_by_depth(nodes, reference.signature)
+        assert len(agenda) < len(depth)
+    assert len(reference.schedule_agenda(reference.sequence_graph([1, 2, 3]))) == 9
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_reference_schedules_are_valid(seed: int) -> None:
+    """The graders' ground truth: both reference schedules run every node once, after its
+    args, one signature per batch; by depth is exactly the (depth, signature) groups."""
+    for _, nodes in grade._graphs(seed):
+        for scheduler in (reference.schedule_by_depth, reference.schedule_agenda):
+            grade._check_schedule(scheduler(nodes, reference.signature), nodes, "reference")
+        depth = reference.node_depths(nodes)
+        groups = {(depth[n.id], reference.signature(n, nodes)) for n in nodes}
+        assert len(reference.schedule_by_depth(nodes)) == len(groups)
+
+
+def test_random_graphs_tell_the_schedulers_apart() -> None:
+    """The graders' random graphs batch nodes across samples, and the agenda differs from
+    by depth on some of them, so a by-depth answer cannot pass exercise 3."""
+    differs = 0
+    for seed in range(5):
+        for _, nodes in grade._graphs(seed):
+            agenda = reference.schedule_agenda(nodes)
+            assert any(len(b) > 1 for b in agenda)
+            differs += len(agenda) != len(reference.schedule_by_depth(nodes))
+    assert differs >= 5
+
+
+def test_prediction_truth_matches_the_notebook() -> None:
+    """Exercise 7's truth, the notebook's answer, and the points of its test cell agree."""
+    assert {k: grade.calls_of(k) for k in grade.FLUSHES} == reference.predict_calls()
+    assert set(grade.FLUSHES) == set(reference.SCENARIOS)
+    assert NB.points("ex7_predict_calls") == grade.PREDICTION_POINTS
+    assert grade.calls_of("b") == sum(1 + 2 * n + 2 for n in grade.LENGTHS)
+
+
+def test_prediction_partial_credit() -> None:
+    points, feedback = NB.score("ex7_predict_calls", "def predict_calls():\n    return "
+                                + repr({**reference.predict_calls(), "e": 11}))  # fmt: skip
+    assert points == pytest.approx(2.4) and "'e'" in feedback
+
+
+def test_batched_forward_counts_calls_per_height() -> None:
+    """The reference makes one leaf call and one cell call per height."""
+    trees, _ = reference.make_expression_trees(10, max_depth=4, seed=random.Random(1).randrange(99))
+    model = reference.TreeModel(hidden=3).double()
+    calls = {"leaf": 0, "cell": 0}
+    grade._count_calls(model.leaf, calls, "leaf")
+    grade._count_calls(model.cell, calls, "cell")
+    reference.batched_forward(model, trees)
+    assert calls == {"leaf": 1, "cell": max(grade._height(t) for t in trees)}
