@@ -19,7 +19,15 @@ import torch
 
 import minitorch
 from solutions.batching_dynamic_graphs import reference
-from solutions.grading import Failure, call_student, check_callable, expect, grader, predictions_for
+from solutions.grading import (
+    Failure,
+    call_student,
+    check_callable,
+    expect,
+    grader,
+    partial_credit,
+    predictions_for,
+)
 
 F64 = torch.float64
 PREDICTION_POINTS = 3  # exercise 7's points: a test checks the notebook agrees
@@ -478,10 +486,5 @@ def predict_calls(answer: Any) -> float:
         )
         if guess != calls_of(key):
             wrong.append(repr(key))
-    right = len(reference.SCENARIOS) - len(wrong)
-    if wrong:
-        print(
-            f"{right} of {len(reference.SCENARIOS)} predictions right; wrong: {', '.join(wrong)}. "
-            "Build those graphs with sequence_graph and schedule each flush yourself."
-        )
-    return round(PREDICTION_POINTS * right / len(reference.SCENARIOS), 2)
+    hint = "Build those graphs with sequence_graph and schedule each flush yourself."
+    return partial_credit(wrong, len(reference.SCENARIOS), PREDICTION_POINTS, hint)

@@ -30,6 +30,7 @@ from solutions.grading import (
     call_student,
     expect,
     grader,
+    partial_credit,
     predictions_for,
     with_globals,
 )
@@ -541,10 +542,5 @@ def predict_tracing(answer: Any) -> float:
         expect(isinstance(guess, bool), f"snippet {key!r}: predict True or False, not {guess!r}")
         if guess != traces_correctly(code):
             wrong.append(repr(key))
-    right = len(reference.SNIPPETS) - len(wrong)
-    if wrong:
-        print(
-            f"{right} of {len(reference.SNIPPETS)} predictions right; wrong: {', '.join(wrong)}. "
-            "Trace those snippets yourself and compare."
-        )
-    return round(PREDICTION_POINTS * right / len(reference.SNIPPETS), 2)
+    hint = "Trace those snippets yourself and compare."
+    return partial_credit(wrong, len(reference.SNIPPETS), PREDICTION_POINTS, hint)
