@@ -1,4 +1,24 @@
-"""Helpers every grader uses: one wrapper that turns any failure into a clean AssertionError.
+"""Helpers every grader uses: hidden tests in two halves, and clean failures.
+
+NOTE [Hidden tests in two halves]
+A hidden test cell is one call, `grade.collect_nodes(collect_nodes)`. `grade` is the kernel half,
+solutions/<assignment>/grade.py: `@hidden_test` functions that run the student's answer on the
+grader's cases and return what they saw as plain data (numbers, strings, lists, dicts; tensors
+through `plain`). They never import the reference. The judge half, solutions/<assignment>/judge.py,
+compares that data with what the same function observes on the reference answer and decides the
+points (solutions/judging.py); without a judge function the data must simply be equal.
+- When grading a class, each notebook runs in a sandbox that holds grade.py but neither judge.py
+  nor the reference. The call only appends its observation to the file named by
+  $COURSE_OBSERVATIONS; the grading process, which never imports student code, judges it and
+  writes the cell's result itself (solutions/instructor/verdicts.py). Nothing the student's code
+  does to the kernel (patched functions, objects whose `__eq__` is always true, a forged cell
+  result) can change a verdict: the data crosses as JSON, and forging it means computing it.
+- Anywhere else (a maintainer's kernel, the tests) the same call judges at once, in the same
+  process, exactly as the grading process would: the data goes through JSON there too.
+Each hidden test starts from a clean state (grad mode on, no anomaly mode, no saved-tensor hooks)
+so that a state a student left behind costs nothing outside its own exercise.
+
+The older form, `@grader`, decides in the kernel; it remains for graders not yet split.
 
 A grader is a function `check(student_object)` decorated with `@grader("what the student wrote")`.
 Inside it, call student code through `call_student` and state expectations with `expect`. Whatever
@@ -14,6 +34,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
+import math
+import os
 import sys
 import types
 import zlib
@@ -23,6 +46,7 @@ from typing import Any
 import torch
 
 import minitorch
+from minitorch.autograd.grad_mode import _state as _minitorch_state
 
 LIBRARIES = (torch, minitorch)
 
@@ -189,3 +213,143 @@ def partial_credit(wrong: list[str], total: int, points: float, hint: str) -> fl
     if wrong:
         print(f"{right} of {total} predictions right; wrong: {', '.join(wrong)}. {hint}")
     return round(points * right / total, 2)
+
+
+# -------------------------------------------------------------------------------------------------
+# Hidden tests in two halves (NOTE [Hidden tests in two halves] at the top of this file).
+# -------------------------------------------------------------------------------------------------
+OBSERVATIONS_ENV = "COURSE_OBSERVATIONS"
+FAILURE_KEY = "__failure__"  # an observation that is only a failure message (no data to judge)
+
+
+def default_seed(name: str) -> int:
+    """The fixed seed of hidden test `name` (the same cases every time a class is graded)."""
+    return zlib.crc32(name.encode())
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` as plain data that survives JSON: tensors of either library become
+    {"shape": [...], "dtype": "float64", "values": [...]}, tuples and sets become lists (sets
+    sorted), mapping keys become strings. Anything else becomes {"type": name}, which equals no
+    expected value: a student's object with a custom `__eq__` compares as what it is."""
+    if depth > 50:
+        return {"type": "too deeply nested"}
+    if value is None or type(value) in (bool, int, str):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (torch.Tensor, minitorch.Tensor)) and type(value) in (
+        torch.Tensor,
+        torch.nn.Parameter,
+        minitorch.Tensor,
+        minitorch.nn.Parameter,
+    ):
+        data = value.detach()
+        storage = data.data if isinstance(data, minitorch.Tensor) else data
+        return {
+            "shape": list(storage.shape),
+            "dtype": str(storage.dtype).replace("torch.", ""),
+            "values": [plain(float(v)) for v in storage.reshape(-1).cpu().tolist()],
+        }
+    if type(value) in (list, tuple):
+        return [plain(item, depth + 1) for item in value]
+    if type(value) in (set, frozenset):
+        return sorted((plain(item, depth + 1) for item in value), key=repr)
+    if isinstance(value, Mapping) and type(value).__module__ in ("builtins", "collections"):
+        return {str(plain(k, depth + 1)): plain(v, depth + 1) for k, v in dict(value).items()}
+    return {"type": type(value).__name__}
+
+
+def through_json(data: Any) -> Any:
+    """`data` as the judge receives it: written as JSON and read back."""
+    return json.loads(json.dumps(data))
+
+
+@contextlib.contextmanager
+def clean_state() -> Iterator[None]:
+    """Run the block with grad mode on, anomaly mode off and no saved-tensor hooks, in PyTorch
+    and in minitorch; whatever was set before is restored afterwards."""
+    saved = {
+        name: getattr(_minitorch_state, name)
+        for name in ("grad_enabled", "inference", "anomaly", "anomaly_check_nan")
+    }
+    saved_hooks = _minitorch_state.saved_tensors_hooks
+    torch_hooks = []
+    while (top := torch._C._autograd._top_saved_tensors_default_hooks(False)) is not None:
+        torch_hooks.append(top)
+        torch._C._autograd._pop_saved_tensors_default_hooks()
+    _minitorch_state.grad_enabled, _minitorch_state.inference = True, False
+    _minitorch_state.anomaly, _minitorch_state.anomaly_check_nan = False, True
+    _minitorch_state.saved_tensors_hooks = ()
+    try:
+        with torch.enable_grad(), torch.autograd.set_detect_anomaly(False):
+            yield
+    finally:
+        for name, value in saved.items():
+            setattr(_minitorch_state, name, value)
+        _minitorch_state.saved_tensors_hooks = saved_hooks
+        for pack, unpack in reversed(torch_hooks):
+            torch._C._autograd._push_saved_tensors_default_hooks(pack, unpack)
+
+
+class HiddenTest:
+    """The kernel half of one hidden test (see the NOTE above); made by `@hidden_test`."""
+
+    def __init__(self, observe: Callable[..., Any], name: str, answer: str) -> None:
+        functools.update_wrapper(self, observe)
+        self.observe_answer = observe
+        self.name = name  # names the graded object in messages, e.g. "collect_nodes"
+        self.answer = answer  # the name of the reference answer to observe for comparison
+        self.test = observe.__name__  # the judge function with this name decides
+        self.assignment = observe.__module__.split(".")[1]
+        self.takes_seed = "seed" in inspect.signature(observe).parameters
+
+    def observe(self, answer: Any, seed: int | None = None) -> Any:
+        """What this test sees of `answer`, as JSON-ready plain data; a Failure (or an error in
+        the grader itself) becomes {FAILURE_KEY: message}."""
+        options = {"seed": default_seed(self.name) if seed is None else seed}
+        try:
+            with clean_state():
+                data = self.observe_answer(answer, **(options if self.takes_seed else {}))
+            return plain(data)
+        except Failure as failure:
+            return {FAILURE_KEY: str(failure)}
+        except NotImplementedError:
+            return {
+                FAILURE_KEY: f"{self.name} is not implemented yet (it raises NotImplementedError)."
+            }
+        except Exception as error:  # a grader must never show its own traceback
+            return {
+                FAILURE_KEY: f"grading {self.name} stopped with {type(error).__name__}: {error}. "
+                "Check that it follows the contract stated in the exercise."
+            }
+
+    def __call__(self, answer: Any, seed: int | None = None) -> Any:
+        """Observe `answer`. In a grading sandbox, append the observation to $COURSE_OBSERVATIONS
+        and decide nothing; elsewhere judge it at once: AssertionError on a failure, or the points
+        of a partial result (None for full marks)."""
+        data = self.observe(answer, seed)
+        path = os.environ.get(OBSERVATIONS_ENV)
+        if path:
+            with open(path, "a") as file:
+                file.write(json.dumps({"test": self.test, "data": data}) + "\n")
+            return None
+        from solutions.judging import verdict  # only outside the sandbox (it reads the reference)
+
+        result = verdict(self, through_json(data), seed)
+        if result.failed:
+            raise AssertionError(result.message) from None
+        if result.message:
+            print(result.message)
+        return result.points
+
+
+def hidden_test(name: str, answer: str | None = None) -> Callable[[Callable[..., Any]], HiddenTest]:
+    """Make `observe(answer[, seed]) -> data` the kernel half of a hidden test.
+
+    `name` names the graded object in messages; `answer` is the name of the reference object to
+    compare with (default: `name`). `observe` runs the student's answer on the test's cases and
+    returns what it saw; a Failure it raises (e.g. from `call_student`) fails the test with its
+    message. A `seed` parameter gets a fixed seed derived from `name` unless the caller passes one.
+    """
+    return lambda observe: HiddenTest(observe, name, answer or name)

@@ -13,7 +13,10 @@ more than a second to every grading kernel's start; a test checks that both read
 
 from __future__ import annotations
 
+import ast
 import json
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ class ReferenceCell:
     grade_id: str
     source: str
     first_line: int  # 1-based line number of the source's first line in the file
+    solution: bool = False  # an answer cell (else a locked code cell)
 
 
 def _role(marker_line: str) -> dict | None:
@@ -52,8 +56,57 @@ def reference_cells(assignment: str) -> list[ReferenceCell]:
             continue
         if role.get("solution", False) or role.get("locked", False):
             body = "\n".join(lines[start + 1 : end]).rstrip("\n")
-            cells.append(ReferenceCell(role["grade_id"], body, start + 2))
+            cells.append(
+                ReferenceCell(role["grade_id"], body, start + 2, bool(role.get("solution")))
+            )
     return cells
+
+
+def given(assignment: str) -> dict[str, Any]:
+    """The namespace of the notebook's imports and locked code cells of `assignment` (data and
+    helpers every student has in the release, e.g. a prediction exercise's snippets), executed
+    once.
+
+    Hidden tests take what they share with the notebook from here, never from the reference:
+    in a grading sandbox the source holds only these lines (`without_answers`)."""
+    if assignment not in _GIVEN:
+        module = types.ModuleType(f"given_{assignment}")
+        sys.modules[module.__name__] = module  # dataclasses look their module up
+        code = compile(without_answers(assignment), str(NOTEBOOKS / f"{assignment}.py"), "exec")
+        exec(code, module.__dict__)
+        _GIVEN[assignment] = module.__dict__
+    return _GIVEN[assignment]
+
+
+_GIVEN: dict[str, dict[str, Any]] = {}
+
+
+def without_answers(assignment: str) -> str:
+    """The source of `assignment` reduced to the imports of its unlocked code cells and its
+    locked code cells, other lines blank (so tracebacks keep their line numbers): what a grading
+    sandbox may read, since nothing in it is missing from the student's release."""
+    lines = (NOTEBOOKS / f"{assignment}.py").read_text().splitlines()
+    kept = [""] * len(lines)
+    markers = [i for i, line in enumerate(lines) if line.startswith(MARKER)]
+    for start, end in zip(markers, [*markers[1:], len(lines)]):
+        if "[markdown]" in lines[start]:
+            continue
+        role = _role(lines[start]) or {}
+        if role.get("grade") or role.get("solution"):
+            continue
+        if role.get("locked"):
+            kept[start + 1 : end] = lines[start + 1 : end]
+            continue
+        body = [line if not line.startswith(("%", "!")) else "" for line in lines[start + 1 : end]]
+        try:
+            statements = ast.parse("\n".join(body)).body
+        except SyntaxError:
+            continue
+        for statement in statements:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                first, last = start + statement.lineno, start + statement.end_lineno
+                kept[first : last + 1] = lines[first : last + 1]
+    return "\n".join(kept) + "\n"
 
 
 def load(assignment: str, namespace: dict[str, Any]) -> None:

@@ -11,7 +11,6 @@ solutions/grading.py). Pass `seed=` to make the random cases reproducible (the t
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -29,13 +28,14 @@ from solutions.grading import (
     check_callable,
     expect,
     grader,
+    hidden_test,
     lib_name,
     node_label,
-    observed,
     predictions_for,
     recursion_limit,
 )
 from solutions.graph_construction import reference
+from solutions.reference_cells import given
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 DEEP_CHAIN_LENGTH = 5000
@@ -335,36 +335,11 @@ def _check_leaves(answer: Any, expected: list, lib: Any, where: str) -> None:
 # -------------------------------------------------------------------------------------------------
 # Exercise 4: predict_flags
 # -------------------------------------------------------------------------------------------------
-def run_snippet(code: str, lib: Any) -> tuple[bool, bool, str | None]:
-    """Run one snippet with `torch` bound to `lib`; return what the student must predict."""
-    namespace: dict[str, Any] = {"torch": lib}
-    exec(code, namespace)
-    out = namespace["out"]
-    name = out.grad_fn.name() if out.grad_fn is not None else None
-    return (out.requires_grad, out.is_leaf, name)
-
-
-@grader("predict_flags")
-def predict_flags(answer: Any) -> None:
-    """Grade exercise 4 by running every snippet on PyTorch and on minitorch."""
-    predictions = predictions_for(answer, "predict_flags", reference.SNIPPETS, "snippet")
-    wrong = []
-    for key, code in reference.SNIPPETS.items():
-        actual = observed(key, functools.partial(run_snippet, code))
-        guess = predictions[key]
-        expect(
-            isinstance(guess, tuple) and len(guess) == 3,
-            f"snippet {key!r}: predict a tuple (requires_grad, is_leaf, grad_fn name or None), "
-            f"not {guess!r}.",
-        )
-        for field, want, have in zip(("requires_grad", "is_leaf", "grad_fn"), actual, guess):
-            if want != have:
-                wrong.append(f"{key!r} ({field})")
-    expect(
-        not wrong,
-        f"{len(wrong)} prediction(s) differ from what PyTorch and minitorch do: "
-        f"{', '.join(wrong)}. Run those snippets and work out why.",
-    )
+@hidden_test("predict_flags")
+def predict_flags(answer: Any) -> dict:
+    """Exercise 4: the student's prediction for every snippet (judged in judge.py)."""
+    snippets = given("graph_construction")["SNIPPETS"]
+    return dict(predictions_for(answer, "predict_flags", snippets, "snippet"))
 
 
 # -------------------------------------------------------------------------------------------------
