@@ -28,10 +28,8 @@ c.CourseDirectory.root = str(COURSE_ROOT)
 # so nbgrader never tries the unwritable default /usr/local/share/nbgrader/exchange.
 c.Exchange.root = str(COURSE_ROOT / "exchange")
 
-# Grading kernels: the python3 kernel, 30 s per cell (every cell of the course takes a few
-# seconds), and an address-space cap so a runaway allocation fails with a MemoryError inside
-# the student's cell instead of taking the grading machine down.
-KERNEL_MEMORY_LIMIT_BYTES = 4 * 2**30
+# Validation kernels (`validate`, the student's Validate button): the python3 kernel, 30 s per
+# cell (every cell of the course takes a few seconds).
 c.Execute.kernel_name = "python3"
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
@@ -41,10 +39,13 @@ c.Execute.extra_arguments = [
     # Plain tracebacks show only the failing line, not the lines around it: with the default
     # context a failing visible assert would print the hidden test lines below it in feedback.
     "--InteractiveShell.xmode=Plain",
-    "--IPKernelApp.exec_lines=["
-    "\"__import__('resource').setrlimit(__import__('resource').RLIMIT_AS, "
-    f'({KERNEL_MEMORY_LIMIT_BYTES}, {KERNEL_MEMORY_LIMIT_BYTES}))"]',
 ]
+
+# Grading: each submission runs in a sandbox (solutions/instructor/sandbox.py) with one budget
+# for the whole notebook, 30 s per cell, and a memory cap for its whole process tree.
+c.SandboxedAutograde.wall_seconds = 300
+c.SandboxedAutograde.cell_seconds = 30
+c.SandboxedAutograde.memory_bytes = 3 * 2**30
 
 # A deleted grade cell is restored from the gradebook and graded (not "needs manual grading").
 c.OverwriteCells.add_missing_cells = True
@@ -60,12 +61,11 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# Autograde: a cell that kills the kernel (os._exit, a crash) is skipped and the rest graded,
-# instead of nbgrader's default of giving the whole notebook zero.
-# A warning on stderr in a test cell does not cost its points (solutions/instructor/fairness.py).
+# Autograde: the notebook runs in the sandbox and the hidden tests' verdicts are decided in this
+# process (solutions/instructor/verdicts.py): a cell that kills the kernel is skipped and the
+# rest graded, and a warning on stderr never costs points.
 c.Autograde.autograde_preprocessors = [
-    "solutions.instructor.execute.ExecuteSurvivingCrashes",
-    "solutions.instructor.fairness.WarningsAreNotFailures",
+    "solutions.instructor.verdicts.SandboxedAutograde",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -89,6 +89,7 @@ def without_answers(assignment: str) -> str:
     kept = [""] * len(lines)
     markers = [i for i, line in enumerate(lines) if line.startswith(MARKER)]
     for start, end in zip(markers, [*markers[1:], len(lines)]):
+        kept[start] = lines[start]  # every cell's marker: this text reads the same way again
         if "[markdown]" in lines[start]:
             continue
         role = _role(lines[start]) or {}

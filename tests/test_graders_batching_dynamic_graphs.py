@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from course_notebooks import course_notebook
 
-from solutions.batching_dynamic_graphs import grade, reference
+from solutions.batching_dynamic_graphs import grade, judge, reference
 
 NB = course_notebook("batching_dynamic_graphs")
 
@@ -43,7 +43,7 @@ EXPECTED_FEEDBACK = {
     ("ex6_tree_speedup", "check_inside_the_timing"): "your ratio",
     ("ex7_predict_calls", "reads_cost_nothing"): "wrong: 'b', 'c', 'd'",
     ("ex7_predict_calls", "depth_as_good_as_agenda"): "wrong: 'e'",
-    ("ex7_predict_calls", "flushes_counted_not_calls"): "0 of 5 predictions right",
+    ("ex7_predict_calls", "flushes_counted_not_calls"): "0 of 5 right",
 }
 
 WRONG = [(gid, wrong) for gid, wrongs in NB.wrong_answers.items() for wrong in wrongs]
@@ -79,12 +79,28 @@ def test_agenda_makes_fewer_calls_than_depth_on_sequences() -> None:
 def test_reference_schedules_are_valid(seed: int) -> None:
     """The graders' ground truth: both reference schedules run every node once, after its
     args, one signature per batch; by depth is exactly the (depth, signature) groups."""
-    for _, nodes in grade._graphs(seed):
+    for case in grade.graph_cases(seed) + grade.boundary_cases(seed):
+        nodes, graph = case.nodes, case.describe()
         for scheduler in (reference.schedule_by_depth, reference.schedule_agenda):
-            grade._check_schedule(scheduler(nodes, reference.signature), nodes, "reference")
+            judge.check_schedule(scheduler(nodes, case.signature_of), graph, "reference")
         depth = reference.node_depths(nodes)
-        groups = {(depth[n.id], reference.signature(n, nodes)) for n in nodes}
-        assert len(reference.schedule_by_depth(nodes)) == len(groups)
+        groups = {(depth[n.id], case.signature_of(n, nodes)) for n in nodes}
+        assert len(reference.schedule_by_depth(nodes, case.signature_of)) == len(groups)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_stand_in_signatures_are_the_true_ones(seed: int) -> None:
+    """The schedulers' stand-in `signature_of` (labels filled while the grader built each
+    graph) groups the nodes exactly as the reference `signature` does."""
+
+    def partition(values: list) -> list[int]:
+        numbers: dict = {}
+        return [numbers.setdefault(v, len(numbers)) for v in values]
+
+    for case in grade.graph_cases(seed):
+        nodes = case.nodes
+        truth = partition([reference.signature(n, nodes) for n in nodes])
+        assert partition([case.signature_of(n, nodes) for n in nodes]) == truth, case.name
 
 
 def test_random_graphs_tell_the_schedulers_apart() -> None:
@@ -92,19 +108,19 @@ def test_random_graphs_tell_the_schedulers_apart() -> None:
     by depth on some of them, so a by-depth answer cannot pass exercise 3."""
     differs = 0
     for seed in range(5):
-        for _, nodes in grade._graphs(seed):
-            agenda = reference.schedule_agenda(nodes)
+        for case in grade.graph_cases(seed):
+            agenda = reference.schedule_agenda(case.nodes)
             assert any(len(b) > 1 for b in agenda)
-            differs += len(agenda) != len(reference.schedule_by_depth(nodes))
+            differs += len(agenda) != len(reference.schedule_by_depth(case.nodes))
     assert differs >= 5
 
 
 def test_prediction_truth_matches_the_notebook() -> None:
     """Exercise 7's truth, the notebook's answer, and the points of its test cell agree."""
-    assert {k: grade.calls_of(k) for k in grade.FLUSHES} == reference.predict_calls()
-    assert set(grade.FLUSHES) == set(reference.SCENARIOS)
-    assert NB.points("ex7_predict_calls") == grade.PREDICTION_POINTS
-    assert grade.calls_of("b") == sum(1 + 2 * n + 2 for n in grade.LENGTHS)
+    assert {k: judge.calls_of(k) for k in judge.FLUSHES} == reference.predict_calls()
+    assert set(judge.FLUSHES) == set(reference.SCENARIOS)
+    assert NB.points("ex7_predict_calls") == judge.PREDICTION_POINTS
+    assert judge.calls_of("b") == sum(1 + 2 * n + 2 for n in judge.LENGTHS)
 
 
 def test_prediction_partial_credit() -> None:
@@ -121,4 +137,4 @@ def test_batched_forward_counts_calls_per_height() -> None:
     grade._count_calls(model.leaf, calls, "leaf")
     grade._count_calls(model.cell, calls, "cell")
     reference.batched_forward(model, trees)
-    assert calls == {"leaf": 1, "cell": max(grade._height(t) for t in trees)}
+    assert calls == {"leaf": 1, "cell": max(t.depth() for t in trees)}

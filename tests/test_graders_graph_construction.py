@@ -5,14 +5,23 @@ graders' own ground truth.
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
-from course_notebooks import course_notebook
+import torch
+import torch.nn.functional as F
+from course_notebooks import REPO_ROOT, course_notebook
 
-from solutions import grading
-from solutions.graph_construction import grade
+import minitorch
+from course.build import notebook_path
+from solutions import grading, judging
+from solutions.graph_construction import grade, reference
 from solutions.graph_construction.wrong_answers import WRONG_ANSWERS
 
 NB = course_notebook("graph_construction")
@@ -29,6 +38,25 @@ def test_specific_mistakes_get_specific_feedback() -> None:
     assert "incorrect number of gradients" in message("ex5_softplus", "one_gradient_for_two_inputs")
     assert "SinBackward0" in message("ex6_f_and_gradients", "math_sin")
     assert "rebuilt on every forward" in message("ex7_graph_sizes", "graph_built_once")
+    assert "changed Python's recursion limit" in message(
+        "ex1_collect_nodes", "recursion_limit_raised"
+    )
+    assert "in the wrong order" in message("ex3_find_leaves", "depth_first_order")
+    assert "must be a Python float" in message("ex6_f_and_gradients", "gradients_as_tensors")
+    for grade_id, name in [
+        ("ex1_collect_nodes", "dedupe_at_end"),
+        ("ex2_count_ops", "every_path_deduplicated"),
+        ("ex3_find_leaves", "every_path_deduplicated"),
+        ("ex7_graph_sizes", "every_path_deduplicated"),
+    ]:
+        feedback = message(grade_id, name)
+        assert "diamonds" in feedback and "did not finish within" in feedback, feedback
+    for grade_id, name in [
+        ("ex2_count_ops", "recursive_walk"),
+        ("ex3_find_leaves", "recursive_walk"),
+        ("ex7_graph_sizes", "recursive_count"),
+    ]:
+        assert "RecursionError" in message(grade_id, name)
 
 
 def test_recursion_is_caught_even_with_a_raised_limit() -> None:
@@ -63,3 +91,140 @@ def test_a_student_notimplementederror_with_a_message_is_reported_as_such() -> N
 
     with pytest.raises(AssertionError, match="NotImplementedError: complex tensors"):
         grade.collect_nodes(student)
+
+
+def _same_objects(got: list, want: list) -> bool:
+    return len(got) == len(want) and all(a is b for a, b in zip(got, want))
+
+
+def test_the_cases_know_their_nodes_in_breadth_first_order() -> None:
+    """What the kernel half numbers nodes and leaves by, and what the stand-in collect_nodes
+    returns, is what the reference finds: a case's builder lists every node of its graph in
+    breadth-first order without walking it."""
+    checked = 0
+    for seed in range(40):
+        builders = grade.case_builders(seed)
+        if seed:  # the fixed cases are the same for every seed
+            builders = [b for b in builders if b[0].startswith("random graph")]
+        for description, build in builders:
+            for lib in grading.LIBRARIES:
+                out, nodes, leaves = build(lib)
+                assert _same_objects(nodes, reference.collect_nodes(out)), (seed, description)
+                assert _same_objects(leaves, reference.find_leaves(out)), (seed, description)
+                checked += 1
+    assert checked > 400
+
+
+def test_random_graphs_share_nodes_and_differ_from_a_depth_first_walk() -> None:
+    steps = [grade.random_steps(seed, 30) for seed in range(20)]
+    shared = [
+        len(s) - len({o[1:] for step in s for o in step.operands if o[0] == "step"}) for s in steps
+    ]
+    assert sum(n > 0 for n in shared) >= 15
+    assert sum(any(step.kind == "unbind" for step in s) for s in steps) >= 5
+    differs = 0
+    for seed, s in enumerate(steps):
+        out, nodes, _ = grade.build_steps(s, torch, seed)
+        differs += not _same_objects(nodes, minitorch.memory.graph_nodes(out.grad_fn))
+    assert differs >= 10
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    WRONG_ANSWERS["ex1_collect_nodes"],
+    ids=[w.name for w in WRONG_ANSWERS["ex1_collect_nodes"]],
+)
+def test_a_wrong_collect_nodes_costs_only_exercise_1(wrong: Any) -> None:
+    """Issue 14: exercises 2, 3 and 7 build on collect_nodes; their graders give the student's
+    answers a stand-in for it, so the right answers keep full marks next to a wrong exercise 1
+    (a depth-first one included: exercise 3's order does not depend on it)."""
+    scope = dict(NB.namespace)
+    exec(wrong.source, scope)
+    for grade_id in ("ex2_count_ops", "ex3_find_leaves", "ex7_graph_sizes"):
+        exec(NB.cell(grade_id).source, scope)
+        grader, name = NB.grader_and_name(grade_id)
+        assert grader(scope[name], seed=99) is None, grade_id
+
+
+def test_time_limit_stops_a_runaway_call_and_nothing_arrives_later() -> None:
+    def forever() -> None:
+        while True:
+            try:
+                sum(range(100))
+            except Exception:  # a student's broad except does not swallow the interrupt
+                pass
+
+    start = time.perf_counter()
+    assert grade.bounded_call(forever, call="forever()", seconds=0.2) == (None, False)
+    assert time.perf_counter() - start < 5
+    for _ in range(20):  # no interrupt is left pending for the code that runs next
+        assert grade.bounded_call(lambda: sum(range(10_000)), call="f()", seconds=5) == (
+            49995000,
+            True,
+        )
+        time.sleep(0.01)
+
+
+def test_softplus_reference_is_pytorchs() -> None:
+    """The Softplus judge compares with the reference's observation: that is PyTorch's."""
+    gen = torch.Generator().manual_seed(0)
+    for beta in (0.5, 1.0, 2.0, 2.7):
+        values = (torch.rand(3, 4, generator=gen, dtype=torch.float64) - 0.5) * (8 / beta)
+        x = minitorch.tensor(values.tolist(), dtype=minitorch.float64, requires_grad=True)
+        out = reference.Softplus.apply(x, beta)
+        out.sum().backward()
+        expected_x = values.clone().requires_grad_()
+        F.softplus(expected_x, beta=beta).sum().backward()
+        assert torch.allclose(out._data, F.softplus(values, beta=beta), rtol=1e-9, atol=1e-12)
+        assert torch.allclose(x.grad._data, expected_x.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_f_and_gradients_reference_matches_the_formulas() -> None:
+    for seed in (None, 7, 99):
+        data = judging.expected(grade.f_and_gradients, seed)
+        assert len(data) == 10
+        for call, case in data.items():
+            x, y = map(float, re.findall(r"(-?[0-9.]+)", call.split(",", 1)[1]))
+            value = x**2 + y**3 - math.sin(x * y)
+            assert math.isclose(case["out"]["value"], value, rel_tol=1e-12, abs_tol=1e-12)
+            df_dx, df_dy = 2 * x - y * math.cos(x * y), 3 * y**2 - x * math.cos(x * y)
+            assert math.isclose(case["df_dx"], df_dx, rel_tol=1e-12, abs_tol=1e-12)
+            assert math.isclose(case["df_dy"], df_dy, rel_tol=1e-12, abs_tol=1e-12)
+
+
+KERNEL = """
+import json, sys
+import nbformat
+for name in ("reference", "judge", "wrong_answers"):
+    sys.modules["solutions.graph_construction." + name] = None  # as in a grading sandbox
+from solutions.graph_construction import grade
+code = [c for c in nbformat.read(sys.argv[1], as_version=4).cells if c.cell_type == "code"]
+namespace = {}
+exec(code[0].source, namespace)  # the setup cell, then the answers as student code
+for cell in code:
+    role = cell.metadata.get("nbgrader", {})
+    if role.get("solution") or (role.get("locked") and not role.get("grade")):
+        exec(cell.source, namespace)
+tests = {"collect_nodes": "collect_nodes", "count_ops": "count_ops", "find_leaves": "find_leaves",
+         "predict_flags": "predict_flags", "softplus": "Softplus",
+         "f_and_gradients": "f_and_gradients", "graph_sizes": "graph_sizes"}
+observed = {test: getattr(grade, test).observe(namespace[name]) for test, name in tests.items()}
+print(json.dumps(observed))
+"""
+
+
+def test_kernel_half_runs_without_the_reference_and_the_answers_pass() -> None:
+    """grade.py observes the notebook's answers, run as student code, with reference.py,
+    judge.py and wrong_answers.py unimportable; the judges give that data full marks."""
+    result = subprocess.run(
+        [sys.executable, "-c", KERNEL, str(notebook_path("graph_construction"))],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    observations = json.loads(result.stdout.strip().splitlines()[-1])
+    for test, data in observations.items():
+        outcome = judging.verdict(getattr(grade, test), grading.through_json(data))
+        assert not outcome.failed and outcome.points is None, (test, outcome.message)

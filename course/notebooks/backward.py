@@ -293,7 +293,9 @@ for lib in (torch, minitorch):
 # every leaf that requires grad, **add** d(sum(tensor * grad))/d(leaf) to `leaf.grad`
 # (creating `.grad` if it is None; a `.grad` that already holds values is added to, as
 # PyTorch does). `grad` has the shape of `tensor`; `tensor` has a `grad_fn`. Return
-# nothing.
+# nothing. Leave `grad` unchanged, and give every `.grad` you create memory of its own: a
+# node may pass the very same tensor on to several inputs (`x + y` does), and a `.grad`
+# that shares memory with `grad` or with another leaf's `.grad` changes when they do.
 #
 # Visit the nodes in the order of your `topological_order`; call op nodes as
 # `node(node_grad)` under `torch.no_grad()` and `minitorch.no_grad()` (the node may
@@ -303,8 +305,8 @@ for lib in (torch, minitorch):
 # minitorch graphs with fan-out and reuse.
 #
 # *Hints:* `node.name() == ACCUMULATE_GRAD` for leaves. Store the first gradient of a
-# leaf as a copy (`.clone()`), so that `.grad` never shares memory with a gradient that
-# flows elsewhere.
+# leaf as a copy (`.clone()`), and add gradients with `a = a + b`: `a += b` writes into
+# `a`, which may be a gradient that flows elsewhere too.
 
 
 # %% nbgrader={"grade_id": "ex2_run_backward", "solution": true}
@@ -549,8 +551,9 @@ for lib in (torch, minitorch):
 # $m \times n$ `lib` tensor: `f` maps a 1-D tensor of $n$ elements to a 1-D tensor of
 # $m$ elements, `x` is a 1-D float64 `lib` tensor that does **not** require grad.
 # Row $i$ is $e_i^\top J$, the vector-Jacobian product with the $i$-th unit vector.
-# Run `f` **once**, then get each row with
-# `lib.autograd.grad(y, x, grad_outputs=..., retain_graph=True)`.
+# Run `f` **once** (the grader counts the calls), then get each row with
+# `lib.autograd.grad(y, x, grad_outputs=..., retain_graph=True)`. The result has `x`'s
+# dtype, and the caller's `x` must stay as it is (no `requires_grad` set on it).
 # The grader compares with `torch.autograd.functional.jacobian`.
 #
 # *Hints:* make a leaf of your own that requires grad: `x.detach().requires_grad_()`.
@@ -693,7 +696,8 @@ plt.show()
 #
 # Write `hessian_vector_product(lib, f, x, v)`: `f` maps a 1-D tensor to a 0-d tensor;
 # `x` and `v` are 1-D float64 `lib` tensors of the same size, and `x` does not require
-# grad. Return $Hv$ as a `lib` tensor shaped like `x`. The grader compares with
+# grad (leave it that way: differentiate with respect to a leaf of your own). Return $Hv$
+# as a `lib` tensor shaped like `x`. The grader compares with
 # `torch.autograd.functional.hvp`.
 #
 # Example: for $f(x) = \sum x_i^3$, $H = \mathrm{diag}(6x)$, so $Hv = 6 x v$.
@@ -798,40 +802,45 @@ for lib in (torch, minitorch):
 # backward once per micro-batch: the gradients **add up** in `.grad` (section 4), and
 # the saved values of each micro-batch are freed before the next one is computed. The
 # only catch is the scale: a loss that is a **mean** over the batch is the average of
-# the micro-batch means, so each micro-batch loss must be divided by $k$.
+# $k$ equal micro-batches' means, so each micro-batch loss must be divided by $k$. When
+# the micro-batches differ in size (the last one is often smaller), each mean counts
+# with its share of the batch instead.
 
 # %% [markdown] nbgrader={"grade_id": "ex6_accumulated_gradients_statement", "locked": true}
 # ### Exercise 6 (3 points): gradient accumulation
 #
 # Write `accumulated_gradients(model, loss_fn, inputs, targets, k)`. `loss_fn` averages
-# over the batch (like `nn.MSELoss()` or `nn.CrossEntropyLoss()`), and the batch size is
-# a multiple of `k`. Start from **zeroed gradients** (the model may hold old ones),
-# split `inputs` and `targets` into `k` equal micro-batches with `.chunk(k)`, run one
-# forward and one backward per micro-batch, and return
-# `[p.grad for p in model.parameters()]`. The result must equal the gradient of
-# `loss_fn(model(inputs), targets)` over the full batch. `model` and the tensors come
-# from the same library, PyTorch or minitorch.
+# over the batch (like `nn.MSELoss()` or `nn.CrossEntropyLoss()`). Start from **zeroed
+# gradients** (the model may hold old ones), split `inputs` and `targets` into
+# micro-batches with `.chunk(k)`, run one forward and one backward per micro-batch, and
+# return `[p.grad for p in model.parameters()]`. The result must equal the gradient of
+# `loss_fn(model(inputs), targets)` over the full batch. The batch size need not be a
+# multiple of `k`: the last micro-batch is then smaller (and `.chunk(k)` may make fewer
+# than `k`). `model` and the tensors come from the same library, PyTorch or minitorch.
 #
 # Example: with `k = 2` and a batch of 8, each backward sees 4 samples, and after the
-# second one `.grad` holds the same values as one backward on all 8.
+# second one `.grad` holds the same values as one backward on all 8. With `k = 4` and a
+# batch of 10, the micro-batches have 3, 3, 3 and 1 samples.
 #
-# *Hint:* each micro-batch loss is a mean over `1/k` of the batch, and the `k` backward
-# passes **add** their gradients: scale each loss so that the sum is the full-batch
-# mean. Zero the gradients once, before the loop (`model.zero_grad()`).
+# *Hint:* each micro-batch loss is a mean over its own samples, and the backward passes
+# **add** their gradients: weight each loss by its share of the batch,
+# `len(x) / len(inputs)`, so that the sum is the full-batch mean (for equal micro-batches
+# that is dividing by `k`). Zero the gradients once, before the loop (`model.zero_grad()`).
 
 
 # %% nbgrader={"grade_id": "ex6_accumulated_gradients", "solution": true}
 def accumulated_gradients(model, loss_fn, inputs, targets, k):
     """The full-batch gradient of `loss_fn(model(inputs), targets)`, computed in k micro-batches.
 
-    `loss_fn` averages over the batch; the batch splits into k equal micro-batches
-    (`inputs.chunk(k)`). Start from zeroed gradients, run one backward per micro-batch, and
-    return `[p.grad for p in model.parameters()]`: equal to the gradient of the full batch.
+    `loss_fn` averages over the batch; the batch splits into micro-batches with
+    `inputs.chunk(k)` (the last one may be smaller). Start from zeroed gradients, run one
+    forward and one backward per micro-batch, and return `[p.grad for p in
+    model.parameters()]`: equal to the gradient of the full batch.
     """
     ### BEGIN SOLUTION
     model.zero_grad()
     for x, y in zip(inputs.chunk(k), targets.chunk(k)):
-        loss = loss_fn(model(x), y) / k
+        loss = loss_fn(model(x), y) * (len(x) / len(inputs))  # its share of the batch
         loss.backward()
     return [p.grad for p in model.parameters()]
     ### END SOLUTION
@@ -848,7 +857,7 @@ for lib in (torch, minitorch):
     model.zero_grad()
     loss_fn(model(inputs), targets).backward()
     full = [p.grad.tolist() for p in model.parameters()]
-    for k in (1, 2, 4):
+    for k in (1, 2, 4, 3):  # k = 3: micro-batches of 3, 3 and 2 samples
         got = accumulated_gradients(model, loss_fn, inputs, targets, k)
         assert isinstance(got, list) and len(got) == 2, f"{name}: one gradient per parameter"
         for g, want in zip(got, full):
@@ -905,9 +914,11 @@ for lib in (torch, minitorch):
 # gradient descent, and the slope against the true one, on data from
 # $y = 2x + 1$ plus noise.
 #
-# *Hint:* `w -= lr * w.grad` changes the leaf `w` in place; `w = w - lr * w.grad` would
-# bind the name to a new tensor that is no leaf, whose `.grad` stays None. Start from
-# `lib.tensor(0.0, dtype=x.dtype, requires_grad=True)`.
+# *Hint:* `w -= lr * w.grad` changes the leaf `w` in place. `w = w - lr * w.grad` binds
+# the name to a **new** tensor instead: under `no_grad` a new leaf that does not require
+# grad (the next `backward` fails: "does not require grad"), outside it a tensor that is
+# no leaf, whose `.grad` stays None. Start from
+# `lib.tensor(0.0, dtype=x.dtype, requires_grad=True)`: `x`'s dtype, float64 here.
 
 
 # %% nbgrader={"grade_id": "ex7_fit_line", "solution": true}
@@ -943,13 +954,19 @@ for lib in (torch, minitorch):
     y = 2 * x + 1
     try:
         w, b, losses = fit_line(lib, x, y, 100, 0.2)
-    except TypeError as error:
-        if "NoneType" not in str(error):
+    except (TypeError, RuntimeError) as error:  # the classic update mistakes, in short
+        hints = {
+            "NoneType": "w and b must stay the same leaves: update them in place (w -= ...)",
+            "does not require grad": "w and b must stay leaves that require grad: w -= ...",
+            "in-place operation": "run the update under lib.no_grad()",
+        }
+        hint = next((h for phrase, h in hints.items() if phrase in str(error)), None)
+        if hint is None:
             raise
-        hint = "a .grad is None: update w and b in place (w -= ...)"
         raise AssertionError(f"{name}: {error}: {hint}") from None
     assert isinstance(w, float) and isinstance(b, float), f"{name}: return w and b as floats"
     assert len(losses) == 100, f"{name}: one loss per step, got {len(losses)}"
+    assert all(isinstance(loss, float) for loss in losses), f"{name}: record loss.item()"
     at_zero = (y**2).mean().item()
     assert abs(losses[0] - at_zero) < 1e-9, f"{name}: the first loss is the loss at w = b = 0"
     assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), (
@@ -1099,7 +1116,8 @@ plt.show()
 # Write `predict_second_backward()` returning a dict from each snippet's key to a tuple
 # `(raises, why)`, e.g. `"z": (True, "freed")` for a made-up snippet z. `torch` stands
 # for PyTorch or minitorch: the answers are the same. The grader runs every snippet (and
-# variants of it) on both libraries.
+# variants of it) on both libraries; each snippet whose `(raises, why)` is right earns
+# its share of the points.
 #
 # *Hint:* a node needs its saved values whenever its local derivative depends on the
 # forward values. What does `x * 2` need to compute its gradient?
@@ -1250,7 +1268,7 @@ grade.predict_second_backward(predict_second_backward)
 #   node may only run after all of them: nodes run in a **topological order**, found
 #   without recursion (Kahn's algorithm).
 # - `AccumulateGrad` **adds** into `.grad`: reset gradients between steps, or use the
-#   sum on purpose (micro-batches, with the loss divided by $k$).
+#   sum on purpose (micro-batches, each loss weighted by its share of the batch).
 # - Broadcasting copies values, so backward **sums** gradients back to each input's shape.
 # - Backward computes vector-Jacobian products; `gradient=` is the vector. A Jacobian
 #   takes one backward per row.

@@ -559,6 +559,11 @@ print("gradient of the table:", table.grad.tolist(), "(row 2 was used twice)")
 # `[n, d]`: zeros, with row `j` of `grad` **added** into row `index[j]` (scatter-add,
 # PyTorch's `index_add`), and `None` for `index`, which is not differentiable.
 #
+# Both directions make **new** tensors, as `index_select` does: the output must not share
+# memory with `source` (even when `index` takes every row in order), nothing may change
+# `source`, `index` or `grad`, and a second backward (`retain_graph=True`) must give the
+# same gradient again, so keep no buffer in `ctx` that backward adds into.
+#
 # Example: for `source` of 3 rows and `index = [2, 0, 2]`, the gradient of row 2 is
 # `grad[0] + grad[2]`, that of row 1 is zeros. `minitorch.autograd.gradcheck` compares your
 # backward with finite differences.
@@ -714,8 +719,9 @@ grade.batched_forward(batched_forward)
 # in the same process, one after the other, with `time.perf_counter()`. `batched` and
 # `gather` default to your `batched_forward` and `Gather.apply` (the tests pass their own).
 #
-# The grader measures 48 trees with the reference versions and expects your ratio to be
-# above 2 and within a factor of 2 of its own.
+# The grader passes its own `batched` and `gather`, measures the same times itself on 48
+# trees right before and right after calling yours, and expects your ratio to be above 2 and
+# within a factor of 2 of what its own times give.
 
 
 # %% nbgrader={"grade_id": "ex6_tree_speedup", "solution": true}

@@ -35,7 +35,8 @@
 #
 # Everything runs on **PyTorch** and on **minitorch**, this course's from-scratch autograd
 # library, side by side. The models you write are minitorch modules (`nn` is
-# `minitorch.nn` below); the graders compare them with the same computation in PyTorch.
+# `minitorch.nn` below); the graders set their weights and compare values and gradients
+# with the expected ones.
 #
 # There are **7 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
@@ -243,9 +244,10 @@ for lib in (torch, minitorch):
 #   `inputs`, in order, **without zeroing in between**. Do not call backward: run the
 #   forward passes under `minitorch.no_grad()` to see the depths, and reason.
 #
-# The grader runs your model with the reference's weights on inputs of every depth
-# from 0 to `max_depth`, compares outputs, depths and gradients with PyTorch, and
-# checks your predictions by running the passes.
+# The grader sets your model's weights (float64, by parameter name) and runs it on inputs
+# of every depth from 0 to `max_depth`, including one whose norm is exactly `threshold`;
+# it compares outputs, depths and gradients with the expected ones, and checks your
+# predictions against running the passes.
 #
 # *Hint:* a Python `list` of layers would not do for `blocks` (section 7 shows why).
 
@@ -363,12 +365,14 @@ def route_per_sample(branches, x, route):
 # - `forward(x, route)`: `x` has shape `[batch, features]`, `route` is an int64 tensor
 #   `[batch]` of branch numbers. Return the `[batch, out_features]` tensor whose row `i`
 #   is `self.branches[route[i]](x[i])`, **vectorized**: a loop over the branches, not
-#   over the samples. A branch that no sample is routed to must not run, so that its
-#   parameters keep `.grad` None, exactly as with `route_per_sample`.
+#   over the samples. Each branch runs once, on the rows routed to it only (not on the
+#   whole batch, masked afterwards). A branch that no sample is routed to must not run,
+#   so that its parameters keep `.grad` None, exactly as with `route_per_sample`.
 #
 # The grader compares values and gradients (parameters and `x`) with the per-sample
 # loop, on batches where some branch gets no sample, where all samples take one branch,
-# and a batch of one.
+# a batch of one and a batch of 48; it also counts how many rows each branch processes,
+# and in how many operations. The model is float64 there, like `x`.
 #
 # *Hint:* `mask = route == k`; `mask.any()`; `minitorch.zeros(batch, out_features,
 # dtype=x.dtype)` for the output.
@@ -382,7 +386,7 @@ class Router(nn.Module):
     forward(x, route): x of shape [batch, features], route an int64 tensor [batch] of values in
     range(n_branches). Row i of the result ([batch, out_features]) is
     branches[route[i]](x[i]). Vectorized: each branch runs once, on the rows routed to it
-    (a boolean mask); no Python loop over samples. A branch that gets no sample does not run,
+    only (a boolean mask), never on the whole batch; no Python loop over samples. A branch that gets no sample does not run,
     so its parameters keep .grad None, as in a per-sample loop.
     """
 
@@ -554,8 +558,10 @@ plt.show()
 # - `last[i] = output[i, lengths[i] - 1]`, the last valid step;
 # - `mean[i]` = the mean of `output[i, :lengths[i]]` over the valid steps.
 #
-# Vectorized (no loop over the batch), and differentiable: the grader compares values
-# and gradients with slicing every sequence alone, on padding full of large values.
+# Vectorized (no loop over the batch: the grader counts the operations recorded for a
+# small and a large batch), differentiable, and without changing `output` (mask a copy,
+# do not write into the padding): the grader compares values and gradients with slicing
+# every sequence alone, on padding full of large values.
 #
 # *Hint:* index with two tensors, `output[lib.arange(batch), ...]`; build a `[batch,
 # steps]` mask by comparing `lib.arange(steps)` with `lengths` (broadcasting); convert
@@ -570,7 +576,8 @@ def summarize(lib, output, lengths):
     valid for its first lengths[i] steps and holds padding (any values) after them; `lengths`:
     an int64 `lib` tensor [batch], every length between 1 and steps. Returns `(last, mean)`,
     both [batch, hidden]: last[i] = output[i, lengths[i] - 1] and mean[i] = the mean of
-    output[i, :lengths[i]]. Vectorized (no loop over the batch), differentiable.
+    output[i, :lengths[i]]. Vectorized (no loop over the batch), differentiable; leaves
+    `output` unchanged.
     """
     ### BEGIN SOLUTION
     batch, steps, _ = output.shape
@@ -827,7 +834,7 @@ for cls in (BrokenMLP, ListMLP):
 #
 # The `state_dict` keys are then `hidden.0.weight`, `hidden.0.bias`, ...,
 # `out.weight`, `out.bias`, in this order. The grader checks the parameter count, the
-# keys, the outputs with given weights against PyTorch, that two calls agree, and that
+# keys, the outputs with given weights, that two calls agree, and that
 # training makes the loss go down.
 
 
@@ -928,8 +935,8 @@ for tree, value in zip(trees, values.tolist()):
 #   where `left` and `right` are the encodings of its children, **left first**;
 # - `forward(tree)` returns `self.out(encoding of the root)`, shape `[1]`.
 #
-# The grader copies its weights into your model and compares values and gradients with
-# the same model written in PyTorch, on a single leaf, random trees and a 12-deep chain.
+# The grader sets your model's weights (float64, by parameter name) and compares values
+# and gradients with the expected ones, on a single leaf, random trees and a 12-deep chain.
 # A helper method `encode(tree)` that recurses is the natural way to write it.
 
 
@@ -1156,7 +1163,8 @@ for lib in (torch, minitorch):
 #
 # Write `predict_loading()` returning a dict from each key to your prediction. Then
 # check with `make_models(torch, key)` or `make_models(minitorch, key)` (defined
-# below): the grader runs every target on both libraries.
+# below): the grader runs every target on both libraries. Each right prediction earns
+# its share of the points.
 
 # %% nbgrader={"grade_id": "ex7_models", "locked": true}
 # The model that is saved, and the models its state_dict is loaded into (exercise 7).

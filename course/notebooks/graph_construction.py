@@ -179,7 +179,9 @@ minitorch.viz.show_side_by_side(torch_out, minitorch_out, {"x": (tx, mx), "w": (
 # (`a * a` first, then `x * 2`).
 #
 # The function must work on graphs **5,000 ops deep**, where a recursive walk exceeds
-# Python's recursion limit.
+# Python's recursion limit, and on graphs where a node is reached along **very many
+# paths**: 40 diamonds in a row, `h = h.sin() + h.tanh()`, make 2**40 paths from the
+# output to `x`, so each node must be visited once, not once per path.
 #
 # *Hint:* keep the nodes still to visit in a `collections.deque`, and the nodes already
 # seen in a `set` (nodes of both libraries compare and hash by identity).
@@ -260,7 +262,8 @@ grade.collect_nodes(collect_nodes)
 # `{'SumBackward0': 1, 'AddBackward0': 1, 'MulBackward0': 2, 'ExpBackward0': 1, 'SinBackward0': 1}`:
 # `a` is used three times but computed, and recorded, once.
 #
-# *Hint:* `collections.Counter` and your `collect_nodes`.
+# *Hint:* `collections.Counter` and your `collect_nodes`. (If you walk the graph yourself
+# instead, exercise 1's rules hold: graphs 5,000 ops deep, nodes reached along 2**40 paths.)
 
 
 # %% nbgrader={"grade_id": "ex2_count_ops", "solution": true}
@@ -314,7 +317,8 @@ grade.count_ops(count_ops)
 # the answer is `[b, w]` (breadth-first, `b`'s node is found before `w`'s).
 #
 # *Hint:* `node.name() == "torch::autograd::AccumulateGrad"` in both libraries. Compare
-# tensors with `is`, never with `==` or `in` (that compares values elementwise).
+# tensors with `is`, never with `==` or `in` (that compares values elementwise). If you
+# walk the graph yourself, exercise 1's rules hold (5,000 ops deep, 2**40 paths).
 
 
 # %% nbgrader={"grade_id": "ex3_find_leaves", "solution": true}
@@ -769,7 +773,8 @@ def make_model(params):
 # Write `graph_sizes(model, inputs)`: for each tensor `x` in `inputs`, run `model(x)` and
 # count the distinct nodes of the graph its output recorded (`AccumulateGrad` nodes
 # included, each node once: what `collect_nodes` returns). Return the list of counts, one
-# per input, in order. `model` is any function from a tensor to a tensor, in either library.
+# per input, in order. `model` is any function from a tensor to a tensor, in either library;
+# its graphs may be thousands of ops deep, with nodes reached along very many paths.
 #
 # Example: with the model above, `[0.1, 0.1, 0.1]`, `[1.0, 1.0, 1.0]` and
 # `[10.0, 10.0, 10.0]` need 0, 3 and 8 layers, and their graphs have 3, 23 and 53 nodes.

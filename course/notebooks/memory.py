@@ -432,10 +432,13 @@ print("leaky loop, bytes left after n batches:", dict(zip(counts, leaky)))
 # gradients, compute the mean squared error of `model(x)` against `y`, backward,
 # `optimizer.step()`, then the validation loss (mean squared error of `model(x_val)`
 # against `y_val`). Return `(mean training loss, list of validation losses)`, all
-# **Python floats**.
+# **Python floats**. The mean training loss is the mean of the batches' losses: each batch
+# counts once, whatever its size (the last batch may be smaller).
 #
 # The grader measures memory while your loop runs and after it returns (holding what it
-# returned): on 6 batches, neither may exceed what it is on 1 batch.
+# returned): on 6 batches, neither may exceed what it is on 1 batch. It also counts the
+# graph nodes alive at each `optimizer.step()`: they must not grow from batch to batch,
+# as they do when a running total is a tensor, even one turned into a float at the end.
 
 
 # %% nbgrader={"grade_id": "ex2_train_epoch", "solution": true}
@@ -446,7 +449,8 @@ def train_epoch(model, optimizer, batches, x_val, y_val):
     For each `(x, y)` in `batches`: zero the gradients, compute the mean squared error of
     `model(x)` against `y`, backward, `optimizer.step()`, then the validation loss (mean squared
     error of `model(x_val)` against `y_val`). Returns `(mean training loss, list of validation
-    losses)`, all Python floats.
+    losses)`, all Python floats; the mean training loss is the mean of the batch losses (each
+    batch counts once, whatever its size).
     """
     ### BEGIN SOLUTION
     total = 0.0
@@ -504,16 +508,18 @@ plt.show()
 # ### Exercise 3 (2 points): evaluation without a graph
 #
 # Write `evaluate(model, batches)`: the mean over `batches` of each batch's mean squared
-# error `((model(x) - y) ** 2).mean()`, as a Python float, **recording no graph**. Grad
-# mode must be as it was when `evaluate` returns (use a `with` block). The grader measures
+# error `((model(x) - y) ** 2).mean()`, as a Python float, **recording no graph**. Each
+# batch counts once, whatever its size (the last batch may be smaller). Grad mode must be
+# as it was when `evaluate` returns (use a `with` block). The grader measures
 # your function's peak against evaluation without a graph, checks that nothing is left
 # allocated afterwards and that no parameter got a `.grad`.
 
 
 # %% nbgrader={"grade_id": "ex3_evaluate", "solution": true}
 def evaluate(model, batches):
-    """The mean over `batches` of each batch's mean squared error `((model(x) - y) ** 2).mean()`,
-    a Python float, computed without recording any graph (and leaving grad mode as it was)."""
+    """The mean over `batches` of each batch's mean squared error `((model(x) - y) ** 2).mean()`
+    (each batch counts once, whatever its size), a Python float, computed without recording any
+    graph (and leaving grad mode as it was)."""
     ### BEGIN SOLUTION
     losses = []
     with minitorch.inference_mode():
@@ -530,8 +536,10 @@ batches = [
     for _ in range(2)
 ]
 value = evaluate(model, batches)
+grad_mode_after = minitorch.is_grad_enabled()
+minitorch.set_grad_enabled(True)  # whatever evaluate did, the rest of the notebook records
+assert grad_mode_after, "grad mode must be on again after evaluate: use a `with` block"
 assert type(value) is float, f"return a Python float, not {type(value).__name__}"
-assert minitorch.is_grad_enabled(), "grad mode must be on again after evaluate"
 with_graph = peak_of(lambda: [((model(x) - y) ** 2).mean().item() for x, y in batches])
 yours = peak_of(lambda: evaluate(model, batches))
 print(f"peak with a graph {kib(with_graph)}, yours {kib(yours)}")
@@ -649,6 +657,7 @@ second(first(x)).sum().backward()
 expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
 model.zero_grad()
 x.grad = None
+out = None  # a graph left by an earlier run of this cell would be freed in the middle
 start = live_bytes()
 plain_out = second(first(x))
 plain_held = live_bytes() - start
@@ -685,12 +694,14 @@ grade.checkpoint(checkpoint)
 # %% [markdown] nbgrader={"grade_id": "ex5_best_segments_statement", "locked": true}
 # ### Exercise 5 (3 points): choose the segments by measuring
 #
-# Write `best_segments(model, x)`: the number of segments, from 1 to `len(model)`, for
-# which `checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()`
+# Write `best_segments(model, x)`: the number of segments, from 1 to `len(model)` (both
+# included), for which
+# `checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()`
 # has the **lowest peak**, measured with `track()` (`peak_bytes - start_bytes`). Reset the
 # gradients with `model.zero_grad()` before each measurement, so that every run starts
 # alike; on ties, return the fewest segments (less recomputation). The grader measures
-# every choice itself and checks that yours is the best.
+# every choice itself and checks that yours is the best, on models whose best choice is
+# sometimes 1, sometimes `len(model)`, and sometimes tied.
 
 
 # %% nbgrader={"grade_id": "ex5_best_segments", "solution": true}
@@ -1056,14 +1067,19 @@ print(f"{len(packed_ids)} saves of {len(set(packed_ids))} distinct tensors")
 #
 # - `pack` keeps a **leaf** (a parameter or an input) as it is; any other tensor becomes
 #   one float16 copy, made the first time that tensor is packed and **reused** when it is
-#   packed again. Remember tensors in a dict by `id(tensor)`, together with a
-#   `weakref.ref(tensor)` to check it is still the same tensor (an id is reused once its
-#   tensor dies). Never keep a strong reference to the original: that would keep it alive;
+#   packed again. Remember the copies in a dict by `id(tensor)`, and **forget a copy when
+#   its tensor dies**: `weakref.finalize(tensor, copies.pop, id(tensor), None)` calls
+#   `copies.pop(id(tensor), None)` then. The graph keeps its own reference to a copy for as
+#   long as it needs it; your dict must not, or the copies of every step pile up while the
+#   hooks are reused (and the id of a dead tensor is soon another tensor's). Never keep a
+#   strong reference to the original either: that would keep it alive;
 # - `unpack` gives backward the tensor back in its **original dtype**.
 #
 # The grader measures, on float32 and float64 MLPs, the saved bytes and the memory the
 # graph holds: at most 0.6x of those without hooks, with gradients within a relative
-# error of 1e-2.
+# error of 1e-2. It also calls your `pack` on a leaf and twice on another tensor, and runs
+# several training steps with the same hooks: what they hold once a step's graph is gone
+# must not grow from step to step.
 
 
 # %% nbgrader={"grade_id": "ex8_half_precision_hooks", "solution": true}
@@ -1074,20 +1090,23 @@ def half_precision_hooks():
     Returns `saved_tensors_hooks(pack, unpack)`. Leaves (parameters, inputs) are kept as they
     are: they are alive anyway. Any other tensor is stored as one float16 copy, made the first
     time it is packed and reused when the same tensor is saved again (one op's output is often
-    saved by the next op too). Remember a tensor by its `id` together with a `weakref.ref` to it
-    (ids are reused once a tensor dies); never keep a strong reference to it.
+    saved by the next op too). Remember the copy by the tensor's `id` and forget it when the
+    tensor dies (`weakref.finalize`): the graph holds the copy as long as it needs it, and ids
+    are reused once a tensor dies. Never keep a strong reference to the original.
     """
     ### BEGIN SOLUTION
-    copies = {}  # id(tensor) -> (weak reference to the tensor, its dtype, its float16 copy)
+    copies = {}  # id(tensor) -> (its dtype, its float16 copy), while the tensor lives
 
     def pack(tensor):
         if tensor.is_leaf:
             return tensor
-        known = copies.get(id(tensor))
-        if known is None or known[0]() is not tensor:
-            known = (weakref.ref(tensor), tensor.dtype, tensor.half())
-            copies[id(tensor)] = known
-        return known[1], known[2]
+        key = id(tensor)
+        if key not in copies:
+            copies[key] = (tensor.dtype, tensor.half())
+            # When the tensor dies, forget its copy: the graph holds its own reference to
+            # the copy, and the id is free for the next tensor that gets it.
+            weakref.finalize(tensor, copies.pop, key, None)
+        return copies[key]
 
     def unpack(packed):
         if isinstance(packed, tuple):
@@ -1101,6 +1120,7 @@ def half_precision_hooks():
 
 # %% nbgrader={"grade_id": "ex8_half_precision_hooks_tests", "grade": true, "points": 3}
 model.zero_grad()
+loss = None  # the demo's graph (naive half copies) would be freed in the middle of a measure
 start = live_bytes()
 plain_loss = model(x).pow(2).mean()
 plain_held = live_bytes() - start
@@ -1131,6 +1151,19 @@ for g, p in zip(with_hooks, model.parameters()):
     error = ((g - p.grad).norm() / p.grad.norm()).item()
     assert g.dtype == p.dtype, f"gradient of dtype {g.dtype}, expected {p.dtype}"
     assert error < 1e-2, f"relative gradient error {error:.3g}, at most 1e-2 expected"
+inputs = [minitorch.randn(512, 16) for _ in range(3)]
+left = []  # allocated after each step with the same hooks, once the step's graph is gone
+for batch in inputs:
+    model.zero_grad()
+    with hooks:
+        loss = model(batch).pow(2).mean()
+    loss.backward()
+    loss = None
+    left.append(live_bytes())
+assert left[-1] <= left[0], (
+    f"{kib(left[-1] - left[0])} more allocated after 3 steps with the same hooks than after 1:"
+    " do your hooks keep the copies of tensors that are gone?"
+)
 print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS

@@ -445,7 +445,8 @@ scaled_by_item = Trace(
 # `step.function.apply(*args)` with every `Slot(i)` replaced by the tensor in slot `i`,
 # and store what it returns in `step.outputs` (skip `None`). Skip the `Guard`s here
 # (exercise 4 checks them). Run under `minitorch.no_grad()`: a replay records no graph,
-# which is where its speed comes from.
+# which is where its speed comes from. Leave the trace as it is (keep the values of one
+# replay in a dict of its own): a trace is replayed many times.
 #
 # Example: `replay(trace(f, x), other)` equals `f(other)` for every `f` without branches.
 
@@ -546,9 +547,11 @@ grade.input_mismatch(input_mismatch)
 # that read the same value. This is exactly what `torch.jit.trace` forgets and what
 # `torch.compile` checks. Write `replay_guarded(trace, *inputs)`: replay as in exercise
 # 2, and at each `Guard` read the value again, `READERS[guard.kind](tensor in guard.slot)`;
-# if it differs from `guard.value`, raise `GuardFailed` (defined with `Trace`) with a message that
-# says which read changed (e.g. `"bool read True when traced, False now"`). Otherwise
-# return the outputs as `replay` does.
+# if it differs from `guard.value` (compare exactly: a value that is only close may take
+# another path), raise `GuardFailed` (defined with `Trace`) at once, with a message that
+# says which read changed (e.g. `"bool read True when traced, False now"`): the ops after a
+# failed guard belong to a branch this input does not take. Otherwise return the outputs
+# as `replay` does.
 #
 # *Hint:* the replay loop of exercise 2 with one more case; a guard's slot always holds a
 # value computed before the guard.
@@ -616,6 +619,11 @@ grade.replay_guarded(replay_guarded)
 #   argument), `None` where none is needed. A slot used twice receives the **sum** of its
 #   gradients (fan-out).
 # - Run steps whose outputs received no gradient? No: skip them. Skip `Guard`s too.
+# - Each step's `backward` runs once: a trace can be long (the hidden tests replay one of
+#   1,600 ops) and full of diamonds, where following every path separately takes
+#   exponential time. Do not call `backward()` or `autograd.grad`: this is the backward
+#   program itself. Leave `grad_output` and the inputs as they are (a `backward` may
+#   return the very tensor it received, so sum gradients with `a + b`, not `+=`).
 
 
 # %% nbgrader={"grade_id": "ex5_replay_with_gradients", "solution": true}
@@ -771,8 +779,9 @@ grade.cached(cached)
 # one after the other, with `time.perf_counter()`. `tracer` and `replayer` default to your
 # `trace` and `replay`. A ratio above 1 means the replay is faster.
 #
-# The grader measures a chain of small ops with the reference tracer and expects your ratio
-# to be above 1.2 and within a factor of 2 of its own.
+# The grader passes its own tracer and replayer on a chain of small ops, times the calls
+# your function makes to them and to `fn`, and expects your ratio to be above 1.2 and
+# within a factor of 2 of what it measured.
 
 
 # %% nbgrader={"grade_id": "ex7_replay_speedup", "solution": true}

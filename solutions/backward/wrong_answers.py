@@ -5,10 +5,11 @@ reject.
 replacement for that exercise's solution cell (it defines the same names and may use what the
 notebook defined before it: the setup imports, `ACCUMULATE_GRAD` and `topological_order`).
 
-Dependencies between exercises: the reference answer of exercise 2 calls `topological_order`,
-so in an otherwise reference notebook a wrong exercise-1 answer can also cost exercise 2. A wrong
-answer to exercises 2 to 8 costs only its own exercise (no other graded cell uses their answers;
-a test checks this).
+Dependencies between exercises: exercise 2 calls `topological_order`, but its grader replaces
+it with a table of orders known from how the grader built its graphs (grade.OrderTable), so a
+wrong exercise-1 answer costs only exercise 1. A wrong answer to exercises 2 to 8 costs only its
+own exercise (no other graded cell uses their answers; a test checks this). `RIGHT_ANSWERS` are
+different but correct answers, which must earn full marks.
 """
 
 from __future__ import annotations
@@ -98,6 +99,34 @@ def topological_order(tensor):
     return order
 """,
             "depth-first pre-order: a node is listed before all of its consumers are",
+        ),
+        WrongAnswer(
+            "counts_paths_not_edges",
+            """\
+def topological_order(tensor):
+    root = tensor.grad_fn
+    if root is None:
+        return []
+    pending = {root: 0}
+    to_visit = [root]
+    while to_visit:
+        node = to_visit.pop()
+        for child, _ in node.next_functions:
+            if child is not None:
+                pending[child] = pending.get(child, 0) + 1
+                to_visit.append(child)  # no check: a shared node is walked once per path
+    order, ready = [], deque([root])
+    while ready:
+        node = ready.popleft()
+        order.append(node)
+        for child, _ in node.next_functions:
+            if child is not None:
+                pending[child] -= 1
+                if pending[child] == 0:
+                    ready.append(child)
+    return order
+""",
+            "no visited check in the counting walk: exponential on a chain of diamonds",
         ),
     ],
     "ex2_run_backward": [
@@ -192,6 +221,75 @@ def topological_order(tensor):
                 grads[child] = grads[child] + child_grad if child in grads else child_grad
 """,
             "calls the nodes with grad mode on: the gradients record a graph of their own",
+        ),
+        WrongAnswer(
+            "no_clone",
+            _RUN_BACKWARD_HEAD
+            + """\
+    for node in topological_order(tensor):
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad if leaf.grad is None else leaf.grad + node_grad
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+""",
+            "stores the incoming gradient itself: x + y gives x and y the same .grad tensor",
+        ),
+        WrongAnswer(
+            "in_place_sum_of_paths",
+            _RUN_BACKWARD_HEAD
+            + """\
+    for node in topological_order(tensor):
+        node_grad = grads.pop(node, None)
+        if node_grad is None:
+            continue
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad.clone() if leaf.grad is None else leaf.grad + node_grad
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is None or child_grad is None:
+                continue
+            if child in grads:
+                grads[child] += child_grad  # writes into a tensor that may flow elsewhere
+            else:
+                grads[child] = child_grad
+""",
+            "adds the paths' gradients in place: a gradient a node passed to two inputs changes",
+        ),
+        WrongAnswer(
+            "propagate_every_path",
+            """\
+def run_backward(tensor, grad):
+    stack = [(tensor.grad_fn, grad)]
+    while stack:
+        node, node_grad = stack.pop()
+        if node.name() == ACCUMULATE_GRAD:
+            leaf = node.variable
+            leaf.grad = node_grad.clone() if leaf.grad is None else leaf.grad + node_grad
+            continue
+        with torch.no_grad(), minitorch.no_grad():
+            input_grads = node(node_grad)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is not None and child_grad is not None:
+                stack.append((child, child_grad))
+""",
+            "right gradients (a sum over paths), but one walk per path: exponential on diamonds",
         ),
     ],
     "ex3_sum_to_shape": [
@@ -291,6 +389,46 @@ def jacobian(lib, f, x):
 """,
             "stacks the vector-Jacobian products as columns: the transpose",
         ),
+        WrongAnswer(
+            "f_once_per_row",
+            """\
+def jacobian(lib, f, x):
+    rows = []
+    for i in range(f(x).shape[0]):
+        leaf = x.detach().requires_grad_()
+        (row,) = lib.autograd.grad(f(leaf)[i], leaf)
+        rows.append(row)
+    return lib.stack(rows)
+""",
+            "runs f again for every row (m + 1 forward passes) where one is asked",
+        ),
+        WrongAnswer(
+            "float32_result",
+            """\
+def jacobian(lib, f, x):
+    x = x.detach().requires_grad_()
+    y = f(x)
+    J = lib.zeros(y.shape[0], x.shape[0])
+    for i in range(y.shape[0]):
+        (row,) = lib.autograd.grad(y[i], x, retain_graph=True)
+        with lib.no_grad():
+            J[i] = row
+    return J
+""",
+            "fills a matrix made with the default dtype: float32 where x is float64",
+        ),
+        WrongAnswer(
+            "x_requires_grad_in_place",
+            """\
+def jacobian(lib, f, x):
+    x.requires_grad_()
+    y = f(x)
+    units = lib.eye(y.shape[0], dtype=y.dtype)
+    rows = [lib.autograd.grad(y, x, grad_outputs=u, retain_graph=True)[0] for u in units]
+    return lib.stack(rows)
+""",
+            "sets requires_grad on the caller's x instead of a leaf of its own",
+        ),
     ],
     "ex5_hessian_vector_product": [
         WrongAnswer(
@@ -324,6 +462,17 @@ def hessian_vector_product(lib, f, x, v):
     return row_sums * v
 """,
             "H @ ones times v elementwise instead of H @ v",
+        ),
+        WrongAnswer(
+            "x_requires_grad_in_place",
+            """\
+def hessian_vector_product(lib, f, x, v):
+    x.requires_grad_()
+    (gradient,) = lib.autograd.grad(f(x), x, create_graph=True)
+    (product,) = lib.autograd.grad((gradient * v).sum(), x)
+    return product
+""",
+            "sets requires_grad on the caller's x instead of a leaf of its own",
         ),
     ],
     "ex6_accumulated_gradients": [
@@ -361,6 +510,41 @@ def accumulated_gradients(model, loss_fn, inputs, targets, k):
 """,
             "zeroes inside the loop: only the last micro-batch survives",
         ),
+        WrongAnswer(
+            "divide_by_k",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    model.zero_grad()
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        loss = loss_fn(model(x), y) / k
+        loss.backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "right for equal micro-batches only: a smaller last one counts as much as the others",
+        ),
+        WrongAnswer(
+            "full_batch_once",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    model.zero_grad()
+    loss_fn(model(inputs), targets).backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "the right gradient from one forward over the whole batch: no micro-batches at all",
+        ),
+        WrongAnswer(
+            "one_backward_of_summed_losses",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    model.zero_grad()
+    total = 0
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        total = total + loss_fn(model(x), y) * (len(x) / len(inputs))
+    total.backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "one backward of the summed losses: every micro-batch's graph is alive at once",
+        ),
     ],
     "ex7_fit_line": [
         WrongAnswer(
@@ -395,6 +579,57 @@ def accumulated_gradients(model, loss_fn, inputs, targets, k):
     return w.item(), b.item(), losses
 """,
             "w - lr * w.grad is a new non-leaf tensor: the next backward leaves its .grad None",
+        ),
+        WrongAnswer(
+            "rebinds_under_no_grad",
+            _FIT_LINE_HEAD
+            + """\
+        with lib.no_grad():
+            w = w - lr * w.grad
+            b = b - lr * b.grad
+    return w.item(), b.item(), losses
+""",
+            "under no_grad, w - lr * w.grad is a new leaf that does not require grad",
+        ),
+        WrongAnswer(
+            "float32_parameters",
+            """\
+def fit_line(lib, x, y, steps, lr):
+    w = lib.tensor(0.0, requires_grad=True)
+    b = lib.tensor(0.0, requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = ((w * x + b - y) ** 2).mean()
+        losses.append(loss.item())
+        loss.backward()
+        with lib.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        w.grad = None
+        b.grad = None
+    return w.item(), b.item(), losses
+""",
+            "w and b in the default float32 while the data are float64",
+        ),
+        WrongAnswer(
+            "losses_are_tensors",
+            """\
+def fit_line(lib, x, y, steps, lr):
+    w = lib.tensor(0.0, dtype=x.dtype, requires_grad=True)
+    b = lib.tensor(0.0, dtype=x.dtype, requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = ((w * x + b - y) ** 2).mean()
+        losses.append(loss)
+        loss.backward()
+        with lib.no_grad():
+            w -= lr * w.grad
+            b -= lr * b.grad
+        w.grad = None
+        b.grad = None
+    return w.item(), b.item(), losses
+""",
+            "records the loss tensors, not Python floats: every step's graph stays alive",
         ),
     ],
     "ex8_predict_second_backward": [
@@ -454,6 +689,161 @@ def predict_second_backward():
     }
 """,
             "right about which raise, wrong about why the others work",
+        ),
+    ],
+}
+
+
+# Different but correct answers: each must earn full marks (tests/test_graders_common.py).
+RIGHT_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_topological_order": [
+        WrongAnswer(
+            "reverse_post_order_with_a_stack",
+            """\
+def topological_order(tensor):
+    if tensor.grad_fn is None:
+        return []
+    post_order, seen = [], {tensor.grad_fn}
+    stack = [(tensor.grad_fn, iter(tensor.grad_fn.next_functions))]
+    while stack:
+        node, children = stack[-1]
+        for child, _ in children:
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append((child, iter(child.next_functions)))
+                break
+        else:
+            stack.pop()
+            post_order.append(node)
+    return post_order[::-1]
+""",
+            "depth-first post-order, reversed, without recursion: another valid order",
+        ),
+    ],
+    "ex2_run_backward": [
+        WrongAnswer(
+            "own_walk_and_in_place_leaf_accumulation",
+            """\
+def run_backward(tensor, grad):
+    consumers, stack = {tensor.grad_fn: 0}, [tensor.grad_fn]
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                if child not in consumers:
+                    consumers[child] = 0
+                    stack.append(child)
+                consumers[child] += 1
+    grads, ready = {tensor.grad_fn: grad}, [tensor.grad_fn]
+    while ready:
+        node = ready.pop()
+        node_grad = grads.pop(node, None)
+        if node.name() == ACCUMULATE_GRAD:
+            if node_grad is not None:
+                leaf = node.variable
+                if leaf.grad is None:
+                    leaf.grad = node_grad.clone()
+                else:
+                    with torch.no_grad(), minitorch.no_grad():
+                        leaf.grad.add_(node_grad)
+            continue
+        input_grads = (None,) * len(node.next_functions)
+        if node_grad is not None:
+            with torch.no_grad(), minitorch.no_grad():
+                input_grads = node(node_grad)
+            if not isinstance(input_grads, tuple):
+                input_grads = (input_grads,)
+        for (child, _), child_grad in zip(node.next_functions, input_grads):
+            if child is None:
+                continue
+            if child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+            consumers[child] -= 1
+            if consumers[child] == 0:
+                ready.append(child)
+""",
+            "its own Kahn walk (a stack, not topological_order); adds into .grad in place",
+        ),
+    ],
+    "ex3_sum_to_shape": [
+        WrongAnswer(
+            "one_dimension_at_a_time",
+            """\
+def sum_to_shape(grad, shape):
+    while grad.dim() > len(shape):
+        grad = grad.sum(dim=0)
+    for i, size in enumerate(shape):
+        if size == 1 and grad.shape[i] != 1:
+            grad = grad.sum(dim=i, keepdim=True)
+    return grad
+""",
+            "a loop that sums one dimension per step",
+        ),
+    ],
+    "ex4_jacobian": [
+        WrongAnswer(
+            "backward_and_reset",
+            """\
+def jacobian(lib, f, x):
+    x = x.detach().requires_grad_()
+    y = f(x)
+    rows = []
+    for i in range(y.shape[0]):
+        unit = lib.zeros_like(y)
+        unit[i] = 1.0
+        y.backward(unit, retain_graph=True)
+        rows.append(x.grad.clone())
+        x.grad = None
+    return lib.stack(rows)
+""",
+            "backward with gradient=, resetting x.grad between rows",
+        ),
+    ],
+    "ex5_hessian_vector_product": [
+        WrongAnswer(
+            "dot_product",
+            """\
+def hessian_vector_product(lib, f, x, v):
+    leaf = x.clone().requires_grad_(True)
+    gradient = lib.autograd.grad(f(leaf), [leaf], create_graph=True)[0]
+    return lib.autograd.grad(gradient @ v, [leaf])[0]
+""",
+            "a clone as the leaf, and the dot product written with @",
+        ),
+    ],
+    "ex6_accumulated_gradients": [
+        WrongAnswer(
+            "sum_losses_over_batch_size",
+            """\
+def accumulated_gradients(model, loss_fn, inputs, targets, k):
+    for p in model.parameters():
+        p.grad = None
+    for x, y in zip(inputs.chunk(k), targets.chunk(k)):
+        (loss_fn(model(x), y) * x.shape[0] / inputs.shape[0]).backward()
+    return [p.grad for p in model.parameters()]
+""",
+            "grads set to None instead of zeroed; the weight written as shape[0] ratios",
+        ),
+    ],
+    "ex7_fit_line": [
+        WrongAnswer(
+            "float_and_in_place_methods",
+            """\
+def fit_line(lib, x, y, steps, lr):
+    w = lib.zeros((), dtype=x.dtype, requires_grad=True)
+    b = lib.zeros((), dtype=x.dtype, requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        loss = ((y - b - x * w) ** 2).sum() / len(x)
+        losses.append(float(loss))
+        loss.backward()
+        with lib.no_grad():
+            w.sub_(lr * w.grad)
+            b.sub_(lr * b.grad)
+            w.grad.zero_()
+            b.grad.zero_()
+    return float(w), float(b), losses
+""",
+            "float() of tensors that require grad (a UserWarning, never a lost point); sub_",
         ),
     ],
 }

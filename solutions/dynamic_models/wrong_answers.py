@@ -37,6 +37,19 @@ _DEPTH_NET_FORWARD = """
         return self.head(h)
 """
 
+_DEPTH_NET_PREDICT = """
+    def predict_grads(self, inputs):
+        deepest = 0
+        with minitorch.no_grad():
+            for x in inputs:
+                self(x)
+                deepest = max(deepest, self.depth)
+        names = {"head.weight", "head.bias"}
+        for i in range(deepest):
+            names |= {f"blocks.{i}.weight", f"blocks.{i}.bias"}
+        return names
+"""
+
 _ROUTER_INIT = """\
 class Router(nn.Module):
     def __init__(self, features, out_features, n_branches):
@@ -147,6 +160,21 @@ class DepthNet(nn.Module):
 """,
             "assumes every parameter gets a gradient, also blocks no pass ran",
         ),
+        WrongAnswer(
+            "runs_a_block_at_the_threshold",
+            _DEPTH_NET_INIT
+            + """
+    def forward(self, x):
+        h = x
+        self.depth = 0
+        while self.depth < len(self.blocks) and h.norm() >= self.threshold:
+            h = self.blocks[self.depth](h).tanh()
+            self.depth += 1
+        return self.head(h)
+"""
+            + _DEPTH_NET_PREDICT,
+            "a boundary mistake: an input whose norm is exactly the threshold runs a block",
+        ),
     ],
     "ex2_router": [
         WrongAnswer(
@@ -185,6 +213,47 @@ class DepthNet(nn.Module):
         return minitorch.cat(parts)
 """,
             "concatenates the branches' outputs without putting the rows back in sample order",
+        ),
+        WrongAnswer(
+            "every_branch_on_the_whole_batch",
+            _ROUTER_INIT
+            + """
+    def forward(self, x, route):
+        out = minitorch.zeros(x.shape[0], self.out_features, dtype=x.dtype)
+        for k, branch in enumerate(self.branches):
+            mask = route == k
+            if mask.any():
+                out = out + mask.to(x.dtype).unsqueeze(1) * branch(x)
+        return out
+""",
+            "skips unused branches, so values and gradients are right, but every used branch "
+            "runs on the whole batch and the mask throws most rows away: n_branches times the "
+            "work the statement allows",
+        ),
+        WrongAnswer(
+            "loop_over_samples",
+            _ROUTER_INIT
+            + """
+    def forward(self, x, route):
+        rows = [self.branches[k](x[i]) for i, k in enumerate(route.tolist())]
+        return minitorch.stack(rows)
+""",
+            "the per-sample loop the exercise replaces: right values and gradients, one small "
+            "pass per sample",
+        ),
+        WrongAnswer(
+            "float32_output_buffer",
+            _ROUTER_INIT
+            + """
+    def forward(self, x, route):
+        out = minitorch.zeros(x.shape[0], self.out_features)
+        for k, branch in enumerate(self.branches):
+            mask = route == k
+            if mask.any():
+                out[mask] = branch(x[mask])
+        return out
+""",
+            "makes the output in the default float32 while the model and x are float64",
         ),
     ],
     "ex3_summarize": [
@@ -236,6 +305,30 @@ def summarize(lib, output, lengths):
     return last, mean
 """,
             "masks the padding, then averages over all steps: divides by the padded length",
+        ),
+        WrongAnswer(
+            "loop_over_the_batch",
+            """\
+def summarize(lib, output, lengths):
+    last = lib.stack([output[i, n - 1] for i, n in enumerate(lengths.tolist())])
+    mean = lib.stack([output[i, :n].mean(0) for i, n in enumerate(lengths.tolist())])
+    return last, mean
+""",
+            "right values and gradients, but one slice per sequence: a loop over the batch "
+            "where the statement asks for one vectorized computation",
+        ),
+        WrongAnswer(
+            "zeroes_the_padding_in_place",
+            """\
+def summarize(lib, output, lengths):
+    batch, steps, _ = output.shape
+    last = output[lib.arange(batch), lengths - 1]
+    valid = lib.arange(steps).unsqueeze(0) < lengths.unsqueeze(1)
+    output[~valid] = 0.0
+    mean = output.sum(dim=1) / lengths.unsqueeze(1).to(output.dtype)
+    return last, mean
+""",
+            "right values and gradients, but it writes zeros into the caller's padded tensor",
         ),
     ],
     "ex4_sequence_classifier": [
@@ -368,6 +461,18 @@ class FixedMLP(nn.Module):
 """,
             "forgets the tanh on the leaves",
         ),
+        WrongAnswer(
+            "leaf_value_in_float32",
+            _TREE_NET_INIT
+            + """
+    def encode(self, tree):
+        if tree.is_leaf:
+            return self.leaf(minitorch.tensor([tree.value])).tanh()
+        both = minitorch.cat([self.encode(tree.left), self.encode(tree.right)])
+        return self.combine[tree.op](both).tanh()
+""",
+            "makes the leaf's value a float32 tensor whatever the dtype of the model",
+        ),
     ],
     "ex7_predict_loading": [
         WrongAnswer(
@@ -401,6 +506,196 @@ def predict_loading():
     }
 """,
             "thinks layers in a plain list or built in forward are part of the state_dict",
+        ),
+        WrongAnswer(
+            "the_if_changes_the_output",
+            """\
+def predict_loading():
+    return {
+        "a": "different_output",
+        "b": "same_output",
+        "c": "unexpected_keys",
+        "d": "size_mismatch",
+        "e": "missing_keys",
+        "f": "unexpected_keys",
+        "g": "different_output",
+    }
+""",
+            "6 of 7 right: believes the added `if` changes the outputs, though h never gets near "
+            "the bound; it earns 6/7 of the points",
+        ),
+    ],
+}
+
+
+# Different but correct answers: each must earn full marks (tests/test_graders_common.py).
+RIGHT_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_depth_net": [
+        WrongAnswer(
+            "for_loop_with_break",
+            _DEPTH_NET_INIT
+            + """
+    def forward(self, x):
+        h, self.depth = x, 0
+        for block in self.blocks:
+            if not h.norm() > self.threshold:
+                break
+            h = block(h).tanh()
+            self.depth += 1
+        return self.head(h)
+
+    def predict_grads(self, inputs):
+        depths = []
+        with minitorch.no_grad():
+            for x in inputs:
+                self(x)
+                depths.append(self.depth)
+        used = ["head"] + [f"blocks.{i}" for i in range(max(depths))]
+        return frozenset(f"{module}.{p}" for module in used for p in ("weight", "bias"))
+""",
+            "a for loop over the blocks with a break, and a frozenset of names",
+        ),
+    ],
+    "ex2_router": [
+        WrongAnswer(
+            "matmul_and_bias",
+            _ROUTER_INIT
+            + """
+    def forward(self, x, route):
+        out = x.new_zeros(x.shape[0], self.out_features)
+        for k, branch in enumerate(self.branches):
+            mask = route == k
+            if bool(mask.any()):
+                out[mask] = x[mask] @ branch.weight.t() + branch.bias
+        return out
+""",
+            "the branch written out as a matmul and an add (two ops per branch), into x.new_zeros",
+        ),
+        WrongAnswer(
+            "concatenate_then_reorder",
+            _ROUTER_INIT
+            + """
+    def forward(self, x, route):
+        positions = minitorch.arange(x.shape[0])
+        parts, order = [], []
+        for k, branch in enumerate(self.branches):
+            mask = route == k
+            if mask.any():
+                parts.append(branch(x[mask]))
+                order.append(positions[mask])
+        order = minitorch.cat(order)
+        where = minitorch.zeros(x.shape[0], dtype=order.dtype)
+        where[order] = positions
+        return minitorch.cat(parts)[where]
+""",
+            "runs each branch on its rows, concatenates, then puts the rows back in order",
+        ),
+    ],
+    "ex3_summarize": [
+        WrongAnswer(
+            "one_hot_and_where",
+            """\
+def summarize(lib, output, lengths):
+    steps = output.shape[1]
+    position = lib.arange(steps).unsqueeze(0)
+    is_last = (position == (lengths - 1).unsqueeze(1)).unsqueeze(2)
+    last = lib.where(is_last, output, lib.zeros_like(output)).sum(dim=1)
+    valid = (position < lengths.unsqueeze(1)).unsqueeze(2)
+    mean = lib.where(valid, output, lib.zeros_like(output)).sum(dim=1) / lengths.unsqueeze(1)
+    return last, mean
+""",
+            "selects with where and a one-hot mask; divides by the int64 lengths (promoted)",
+        ),
+        WrongAnswer(
+            "masked_fill_copy",
+            """\
+def summarize(lib, output, lengths):
+    batch, steps, _ = output.shape
+    padding = lib.arange(steps).unsqueeze(0) >= lengths.unsqueeze(1)
+    total = output.masked_fill(padding.unsqueeze(2), 0.0).sum(dim=1)
+    last = output[lib.arange(batch), lengths - 1]
+    return last, total / lengths.to(output.dtype).unsqueeze(1)
+""",
+            "an out-of-place masked_fill: the input is left as it was",
+        ),
+    ],
+    "ex4_sequence_classifier": [
+        WrongAnswer(
+            "unpacked_output_at_the_last_step",
+            """\
+class SequenceClassifier(nn.Module):
+    def __init__(self, features, hidden, classes):
+        super().__init__()
+        self.gru = nn.GRU(features, hidden, batch_first=True)
+        self.classify = nn.Linear(hidden, classes)
+
+    def forward(self, padded, lengths):
+        packed = pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+        output, _ = self.gru(packed)
+        output, _ = pad_packed_sequence(output, batch_first=True)
+        last = output[minitorch.arange(output.shape[0]), lengths - 1]
+        return self.classify(last)
+""",
+            "other names; reads each sequence's last valid step of the unpacked output, which "
+            "is h_n",
+        ),
+    ],
+    "ex5_fixed_mlp": [
+        WrongAnswer(
+            "appended_in_a_loop",
+            """\
+class FixedMLP(nn.Module):
+    def __init__(self, features, width, classes, depth):
+        super().__init__()
+        self.hidden = nn.ModuleList()
+        size = features
+        for _ in range(depth):
+            self.hidden.append(nn.Linear(size, width))
+            size = width
+        self.out = nn.Linear(size, classes)
+
+    def forward(self, x):
+        for layer in self.hidden:
+            x = nn.functional.relu(layer(x))
+        return self.out(x)
+""",
+            "the ModuleList filled with append, and the functional relu",
+        ),
+    ],
+    "ex6_tree_net": [
+        WrongAnswer(
+            "iterative_post_order",
+            _TREE_NET_INIT
+            + """
+    def encode(self, tree):
+        done, to_visit = {}, [tree]
+        while to_visit:
+            node = to_visit[-1]
+            if node.is_leaf:
+                value = minitorch.tensor([node.value], dtype=self.leaf.weight.dtype)
+                done[id(node)] = self.leaf(value).tanh()
+                to_visit.pop()
+            elif id(node.left) in done and id(node.right) in done:
+                both = minitorch.cat((done[id(node.left)], done[id(node.right)]))
+                done[id(node)] = self.combine[node.op](both).tanh()
+                to_visit.pop()
+            else:
+                to_visit += [node.right, node.left]
+        return done[id(tree)]
+""",
+            "an explicit stack instead of recursion",
+        ),
+    ],
+    "ex7_predict_loading": [
+        WrongAnswer(
+            "dict_from_zip",
+            """\
+def predict_loading():
+    outcomes = ["different_output", "same_output", "unexpected_keys", "size_mismatch"]
+    outcomes += ["missing_keys", "unexpected_keys", "same_output"]
+    return dict(zip("abcdefg", outcomes))
+""",
+            "the same predictions, built another way",
         ),
     ],
 }

@@ -1,20 +1,195 @@
 """Judges of notebook 1's hidden tests: they decide from the plain data that grade.py observed
 (see NOTE [Hidden tests in two halves] in solutions/grading.py). Tests without a judge here must
-observe exactly what the reference does."""
+observe exactly what the reference does.
+
+Each judge takes `observed` (what the test saw of the student's answer) and `expected` (what it
+saw of the reference answer, on the same cases) and raises Failure with a message for the student
+at the first case that differs, in the order the cases were graded. Case information that the
+messages need (the names of a graph's nodes, whether the output is itself a leaf) is read from
+`expected`, never from `observed`.
+"""
 
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable
 from typing import Any
 
-from solutions.grading import observed
+from solutions.grading import Failure, observed
+from solutions.graph_construction.grade import TIMED_OUT
 from solutions.judging import partial
 from solutions.reference_cells import given
 
 PREDICT_FLAGS_POINTS = 4
 FIELDS = ("requires_grad", "is_leaf", "grad_fn")
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+SEEN_SET_HINT = (
+    "A node reached along many paths must be visited once, not once per path: remember the "
+    "nodes you have already seen in a set, and skip them."
+)
 
 
+def _result(observed: dict, where: str, name: str) -> Any:
+    """What the student's `name` gave on case `where`; Failure if it ran out of time."""
+    if not isinstance(observed, dict) or where not in observed:
+        raise Failure(f"{where}: {name} gave no result.")
+    got = observed[where]
+    if isinstance(got, dict) and TIMED_OUT in got:
+        raise Failure(f"{where}: {name} did not finish within {got[TIMED_OUT]} s. {SEEN_SET_HINT}")
+    return got
+
+
+def tolerant(judge: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`judge`, failing cleanly on data that does not have the shape grade.py gives it (only a
+    tampered kernel sends such data)."""
+
+    @functools.wraps(judge)
+    def run(observed: Any, expected: Any) -> Any:
+        try:
+            return judge(observed, expected)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as error:
+            raise Failure(
+                f"what the test observed is malformed ({type(error).__name__})."
+            ) from None
+
+    return run
+
+
+def _number(item: Any, count: int) -> bool:
+    """Whether `item` numbers one of `count` things (a case's nodes or leaves)."""
+    return type(item) is int and 0 <= item < count
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 1: collect_nodes
+# -------------------------------------------------------------------------------------------------
+@tolerant
+def collect_nodes(observed: dict, expected: dict) -> None:
+    """Exercise 1: every node once, no None, nothing else, in breadth-first order."""
+    for where, want in expected.items():
+        got = _result(observed, where, "collect_nodes")
+        names, order = want["names"], want["listed"]
+        listed = got.get("listed") if isinstance(got, dict) else None
+        if not isinstance(listed, list):
+            raise Failure(f"{where}: collect_nodes must return a list.")
+        if None in listed:
+            raise Failure(
+                f"{where}: the list contains None. The `None` entries of next_functions mark "
+                "inputs that need no gradient: skip them."
+            )
+        seen: set[int] = set()
+        for item in listed:
+            if _number(item, len(names)):
+                if item in seen:
+                    raise Failure(
+                        f"{where}: {names[item]} is listed more than once. A node reached "
+                        "along several paths (a shared subexpression) must appear once: "
+                        "remember the nodes you have already seen in a set."
+                    )
+                seen.add(item)
+        extra = [item for item in listed if not _number(item, len(names))]
+        if extra:
+            kind = extra[0].get("not a node", "?") if isinstance(extra[0], dict) else "?"
+            raise Failure(
+                f"{where}: the list has {len(extra)} object(s) that are not nodes of this "
+                f"graph, e.g. a {kind}. List the node objects themselves (grad_fn and the nodes "
+                "in next_functions)."
+            )
+        missing = [item for item in order if item not in seen]
+        if missing:
+            raise Failure(
+                f"{where}: {len(missing)} of the graph's {len(order)} nodes are missing, e.g. "
+                f"{names[missing[0]]}. Did you follow every entry of next_functions, and include "
+                "the AccumulateGrad nodes?"
+            )
+        for position, (have, should) in enumerate(zip(listed, order)):
+            if have != should:
+                raise Failure(
+                    f"{where}: the nodes are all there but the order differs at position "
+                    f"{position} (you have {names[have]}, breadth-first order has "
+                    f"{names[should]}). List nodes breadth-first, children in next_functions "
+                    "order, each when first discovered."
+                )
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 2: count_ops
+# -------------------------------------------------------------------------------------------------
+@tolerant
+def count_ops(observed: dict, expected: dict) -> None:
+    """Exercise 2: the count of every op name (names counted 0 times may be left out)."""
+    for where, want in expected.items():
+        got = _result(observed, where, "count_ops")
+        if not isinstance(got, dict):
+            raise Failure(f"{where}: count_ops must return a dict.")
+        got = {name: count for name, count in got.items() if count != 0}
+        if ACCUMULATE_GRAD in got:
+            raise Failure(
+                f"{where}: AccumulateGrad nodes are not ops; leave {ACCUMULATE_GRAD!r} out of "
+                "the counts."
+            )
+        for name in sorted(set(got) | set(want)):
+            should, have = want.get(name, 0), got.get(name, 0)
+            if have == should:
+                continue
+            hint = (
+                " Each node must be counted once, however many paths lead to it."
+                if isinstance(have, (int, float)) and have > should
+                else " Did you visit every node of the graph?"
+            )
+            raise Failure(
+                f"{where}: {name!r} counted {have} time(s), the graph has {should} such "
+                f"node(s).{hint}"
+            )
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 3: find_leaves
+# -------------------------------------------------------------------------------------------------
+@tolerant
+def find_leaves(observed: dict, expected: dict) -> None:
+    """Exercise 3: the leaves that require grad, each once, in collect_nodes's order."""
+    for where, want in expected.items():
+        got = _result(observed, where, "find_leaves")
+        found = got.get("found") if isinstance(got, dict) else None
+        if not isinstance(found, list):
+            raise Failure(f"{where}: find_leaves must return a list.")
+        order = want["found"]
+        for item in found:
+            if isinstance(item, dict) and "type" in item:
+                raise Failure(
+                    f"{where}: the list holds an object of type {item['type']}, not a tensor. "
+                    "An AccumulateGrad node's `.variable` is the leaf tensor itself."
+                )
+            flags = item.get("tensor") if isinstance(item, dict) else None
+            if isinstance(flags, dict) and not (flags["is_leaf"] and flags["requires_grad"]):
+                raise Failure(
+                    f"{where}: the list holds a tensor with is_leaf={flags['is_leaf']}, "
+                    f"requires_grad={flags['requires_grad']}; only leaves that require grad "
+                    "receive a .grad."
+                )
+        numbers = [item for item in found if type(item) is int]
+        if len(numbers) != len(set(numbers)):
+            raise Failure(f"{where}: a leaf is listed more than once.")
+        if len(numbers) != len(found) or set(numbers) != set(order):
+            hint = (
+                " Is `out` itself such a leaf?" if want["out is a leaf that requires grad"] else ""
+            )
+            raise Failure(
+                f"{where}: you found {len(found)} leaves, the output depends on {len(order)} "
+                f"leaves that require grad.{hint}"
+            )
+        if numbers != order:
+            raise Failure(
+                f"{where}: the right leaves, in the wrong order: list them in the order "
+                "collect_nodes lists their AccumulateGrad nodes."
+            )
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 4: predict_flags
+# -------------------------------------------------------------------------------------------------
 def run_snippet(code: str, lib: Any) -> tuple[bool, bool, str | None]:
     """Run one snippet with `torch` bound to `lib`; return what the student must predict."""
     namespace: dict[str, Any] = {"torch": lib}
@@ -39,3 +214,125 @@ def predict_flags(predictions: dict, expected: dict) -> tuple[float, str]:
             wrong.append(f"{key!r} ({', '.join(fields)})")
     snippets = len(given("graph_construction")["SNIPPETS"])
     return partial(wrong, snippets, PREDICT_FLAGS_POINTS, "Run those snippets and work out why.")
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 5: Softplus
+# -------------------------------------------------------------------------------------------------
+def _allclose(got: Any, want: Any, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+    """Whether two plain tensors hold the same shape and values (within the tolerances)."""
+    if not (isinstance(got, dict) and isinstance(want, dict)):
+        return got == want
+    if got.get("shape") != want["shape"] or not isinstance(got.get("values"), list):
+        return False
+    return all(
+        type(a) in (int, float) and abs(a - b) <= atol + rtol * abs(b)
+        for a, b in zip(got["values"], want["values"])
+    )
+
+
+@tolerant
+def softplus(observed: dict, expected: dict) -> None:
+    """Exercise 5: forward and backward as the reference computes them (that is PyTorch's
+    softplus; tests/test_graders_graph_construction.py checks it), gradcheck, no grad without
+    an input that needs one."""
+    for call, want in expected.items():
+        got = _result(observed, call, "Softplus")
+        if "out" in want:
+            beta = want["beta"]
+            shape = got["out"].get("shape") if isinstance(got.get("out"), dict) else None
+            if shape != want["out"]["shape"]:
+                raise Failure(f"{call} has shape {shape}, expected {want['out']['shape']}.")
+            if not _allclose(got["out"], want["out"]):
+                raise Failure(
+                    f"{call}: forward values differ from "
+                    f"torch.nn.functional.softplus(x, beta={beta})."
+                )
+            if got["recorded"] is not True:
+                raise Failure(f"{call} is not recorded in the graph (no grad_fn).")
+        if "x.grad" in want:
+            if got.get("x.grad") is None:
+                raise Failure(f"backward of {call} gave x no gradient.")
+            if not _allclose(got["x.grad"], want["x.grad"]):
+                raise Failure(
+                    f"backward of {call}: x.grad differs from PyTorch's for the same upstream "
+                    "gradient. Check the derivative (chain rule through beta * x) and that you "
+                    "multiply by the incoming gradient."
+                )
+        if "gradcheck" in want and got.get("gradcheck") is not True:
+            raise Failure(
+                f"gradcheck failed for beta={want['beta']}: backward does not match finite "
+                "differences of your forward."
+            )
+        if "requires_grad" in want and got.get("requires_grad") is not False:
+            raise Failure("Softplus of a tensor without grad must not require grad.")
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 6: f_and_gradients
+# -------------------------------------------------------------------------------------------------
+def _close(got: Any, want: float, rel: float) -> bool:
+    return type(got) in (int, float) and math.isclose(got, want, rel_tol=rel, abs_tol=1e-9)
+
+
+@tolerant
+def f_and_gradients(observed: dict, expected: dict) -> None:
+    """Exercise 6: a float64 graph that records sin, over two float64 leaves; f and its two
+    gradients as Python floats, as the reference computes them (tests check those against the
+    formulas)."""
+    for call, want in expected.items():
+        got = _result(observed, call, "f_and_gradients")
+        out, should = got["out"], want["out"]
+        if out["dtype"] != "float64":
+            raise Failure(
+                f"{call}: `out` is {out['dtype']}; create x and y with dtype=lib.float64."
+            )
+        if not _close(out["value"], should["value"], 1e-9):
+            raise Failure(f"{call}: f = {out['value']!r}, expected {should['value']!r}.")
+        if out["has a grad_fn"] is not True:
+            raise Failure(f"{call}: `out` has no grad_fn: create x and y with requires_grad=True.")
+        if out["records sin"] is not True:
+            raise Failure(
+                f"{call}: the graph of `out` has no SinBackward0 node, so sin(x * y) was not "
+                "recorded. Use lib.sin (math.sin turns the tensor into a Python float)."
+            )
+        if out["leaf dtypes"] != should["leaf dtypes"]:
+            raise Failure(
+                f"{call}: `out` should depend on exactly two float64 leaves x and y, found "
+                f"{len(out['leaf dtypes'])}."
+            )
+        for label in ("df_dx", "df_dy"):
+            have = got[label]
+            if type(have) is not float:
+                kind = have.get("type", "?") if isinstance(have, dict) else type(have).__name__
+                raise Failure(f"{call}: {label} must be a Python float (use .item()), got {kind}.")
+            if not _close(have, want[label], 1e-7):
+                raise Failure(f"{call}: {label} = {have!r}, expected {want[label]!r}.")
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 7: graph_sizes
+# -------------------------------------------------------------------------------------------------
+@tolerant
+def graph_sizes(observed: dict, expected: dict) -> None:
+    """Exercise 7: one size per input, each the number of distinct nodes of its graph."""
+    for where, want in expected.items():
+        if len(set(want)) < 2:  # the case would not test dynamic graphs
+            raise RuntimeError(f"the grader's model built graphs of a single size {where}")
+        got = _result(observed, where, "graph_sizes")
+        if not (isinstance(got, list) and all(type(n) is int for n in got)):
+            raise Failure(f"{where}: graph_sizes must return a list of ints.")
+        if len(got) != len(want):
+            raise Failure(f"{where}: {len(want)} inputs but {len(got)} sizes returned.")
+        if len(set(got)) == 1:
+            raise Failure(
+                f"{where}: every input got the same size {got[0]}, but these inputs make the "
+                "model run different numbers of layers. The graph is rebuilt on every forward: "
+                "run the model on each input."
+            )
+        for index, (have, should) in enumerate(zip(got, want)):
+            if have != should:
+                raise Failure(
+                    f"{where}: input {index} built a graph of {should} distinct nodes "
+                    f"(AccumulateGrad included), you counted {have}."
+                )

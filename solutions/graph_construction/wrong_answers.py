@@ -5,11 +5,14 @@ reject.
 replacement for that exercise's solution cell (it defines the same names and may use what the
 notebook defined before it: the setup imports and earlier answers such as `collect_nodes`).
 
-Dependencies between exercises: the reference answers of exercises 2, 3 and 7 call
-`collect_nodes`, so in an otherwise reference notebook a wrong exercise-1 answer can also cost
-exercises 2, 3 and 7. A wrong answer to exercises 2 to 7 costs only its own exercise (no other
-cell of the notebook that is graded uses `count_ops`, `find_leaves`, `predict_flags`,
-`Softplus`, `f_and_gradients` or `graph_sizes`; a test checks this).
+Dependencies between exercises: the answers of exercises 2, 3 and 7 may call `collect_nodes`,
+but their graders give them a stand-in for it (grade.py), so a wrong exercise-1 answer costs only
+exercise 1 (tests/test_graders_graph_construction.py checks this for every wrong answer below).
+No other graded cell uses `count_ops`, `find_leaves`, `predict_flags`, `Softplus`,
+`f_and_gradients` or `graph_sizes`.
+
+`RIGHT_ANSWERS[grade_id]` are answers written differently that are right all the same (another
+walk where the statement allows any order, a Counter for a dict, ...): they must keep full marks.
 """
 
 from __future__ import annotations
@@ -122,6 +125,52 @@ def collect_nodes(tensor):
 """,
             "leaves out the AccumulateGrad nodes (they have no next_functions)",
         ),
+        WrongAnswer(
+            "dedupe_at_end",
+            """\
+def collect_nodes(tensor):
+    if tensor.grad_fn is None:
+        return []
+    nodes = [tensor.grad_fn]
+    to_visit = deque(nodes)
+    while to_visit:
+        node = to_visit.popleft()
+        for next_node, _ in node.next_functions:
+            if next_node is not None:
+                nodes.append(next_node)
+                to_visit.append(next_node)
+    return list(dict.fromkeys(nodes))
+""",
+            "right list, but walks every path: exponential time on a chain of diamonds",
+        ),
+        WrongAnswer(
+            "recursion_limit_raised",
+            """\
+import sys
+
+
+def collect_nodes(tensor):
+    sys.setrecursionlimit(100_000)
+    if tensor.grad_fn is None:
+        return []
+    nodes, seen = [tensor.grad_fn], {tensor.grad_fn}
+
+    def visit(level):
+        below = []
+        for node in level:
+            for next_node, _ in node.next_functions:
+                if next_node is not None and next_node not in seen:
+                    seen.add(next_node)
+                    below.append(next_node)
+        nodes.extend(below)
+        if below:
+            visit(below)
+
+    visit(nodes[:])
+    return nodes
+""",
+            "recursion (one call per level) hidden behind a raised recursion limit",
+        ),
     ],
     "ex2_count_ops": [
         WrongAnswer(
@@ -162,6 +211,42 @@ def count_ops(tensor):
 """,
             "counts the AccumulateGrad nodes as ops",
         ),
+        WrongAnswer(
+            "recursive_walk",
+            """\
+def count_ops(tensor):
+    counts, seen = Counter(), set()
+
+    def visit(node):
+        if node is None or node in seen:
+            return
+        seen.add(node)
+        if node.name() != "torch::autograd::AccumulateGrad":
+            counts[node.name()] += 1
+        for next_node, _ in node.next_functions:
+            visit(next_node)
+
+    visit(tensor.grad_fn)
+    return dict(counts)
+""",
+            "its own recursive walk: a chain of 5,000 ops exceeds the recursion limit",
+        ),
+        WrongAnswer(
+            "every_path_deduplicated",
+            """\
+def count_ops(tensor):
+    found = {}
+    to_visit = [tensor.grad_fn] if tensor.grad_fn is not None else []
+    while to_visit:
+        node = to_visit.pop()
+        found[id(node)] = node
+        to_visit.extend(n for n, _ in node.next_functions if n is not None)
+    counts = Counter(node.name() for node in found.values())
+    counts.pop("torch::autograd::AccumulateGrad", None)
+    return dict(counts)
+""",
+            "right counts, but walks every path: exponential time on a chain of diamonds",
+        ),
     ],
     "ex3_find_leaves": [
         WrongAnswer(
@@ -201,6 +286,64 @@ def find_leaves(tensor):
     ]
 """,
             "returns the AccumulateGrad nodes instead of their .variable tensors",
+        ),
+        WrongAnswer(
+            "depth_first_order",
+            """\
+def find_leaves(tensor):
+    if tensor.grad_fn is None:
+        return [tensor] if tensor.requires_grad else []
+    leaves, seen, to_visit = [], {tensor.grad_fn}, [tensor.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        if hasattr(node, "variable"):
+            leaves.append(node.variable)
+        for next_node, _ in reversed(node.next_functions):
+            if next_node is not None and next_node not in seen:
+                seen.add(next_node)
+                to_visit.append(next_node)
+    return leaves
+""",
+            "its own depth-first walk: the right leaves, not in collect_nodes's order",
+        ),
+        WrongAnswer(
+            "recursive_walk",
+            """\
+def find_leaves(tensor):
+    if tensor.grad_fn is None:
+        return [tensor] if tensor.requires_grad else []
+    leaves, seen = [], set()
+
+    def visit(node):
+        if node is None or node in seen:
+            return
+        seen.add(node)
+        if hasattr(node, "variable"):
+            leaves.append(node.variable)
+        for next_node, _ in node.next_functions:
+            visit(next_node)
+
+    visit(tensor.grad_fn)
+    return leaves
+""",
+            "its own recursive walk: a chain of 5,000 ops exceeds the recursion limit",
+        ),
+        WrongAnswer(
+            "every_path_deduplicated",
+            """\
+def find_leaves(tensor):
+    if tensor.grad_fn is None:
+        return [tensor] if tensor.requires_grad else []
+    leaves = {}
+    to_visit = deque([tensor.grad_fn])
+    while to_visit:
+        node = to_visit.popleft()
+        if hasattr(node, "variable"):
+            leaves.setdefault(id(node), node.variable)
+        to_visit.extend(n for n, _ in node.next_functions if n is not None)
+    return list(leaves.values())
+""",
+            "right leaves in the right order, but walks every path: exponential on diamonds",
         ),
     ],
     "ex4_predict_flags": [
@@ -361,6 +504,18 @@ def f_and_gradients(lib, x0, y0):
 """,
             "float32 leaves: the contract asks for float64 (and float32 is off by 1e-7)",
         ),
+        WrongAnswer(
+            "gradients_as_tensors",
+            """\
+def f_and_gradients(lib, x0, y0):
+    x = lib.tensor(x0, dtype=lib.float64, requires_grad=True)
+    y = lib.tensor(y0, dtype=lib.float64, requires_grad=True)
+    out = x**2 + y**3 - lib.sin(x * y)
+    out.backward()
+    return out, x.grad, y.grad
+""",
+            "returns the gradients as 0-d tensors where Python floats are asked",
+        ),
     ],
     "ex7_graph_sizes": [
         WrongAnswer(
@@ -397,6 +552,203 @@ def graph_sizes(model, inputs):
     return sizes
 """,
             "counts edges, so the shared weight's AccumulateGrad counts once per layer",
+        ),
+        WrongAnswer(
+            "recursive_count",
+            """\
+def graph_sizes(model, inputs):
+    def count(node, seen):
+        if node is None or node in seen:
+            return 0
+        seen.add(node)
+        return 1 + sum(count(n, seen) for n, _ in node.next_functions)
+
+    return [count(model(x).grad_fn, set()) for x in inputs]
+""",
+            "its own recursive walk: a model thousands of ops deep exceeds the recursion limit",
+        ),
+        WrongAnswer(
+            "every_path_deduplicated",
+            """\
+def graph_sizes(model, inputs):
+    sizes = []
+    for x in inputs:
+        out = model(x)
+        found = set()
+        to_visit = [out.grad_fn] if out.grad_fn is not None else []
+        while to_visit:
+            node = to_visit.pop()
+            found.add(node)
+            to_visit.extend(n for n, _ in node.next_functions if n is not None)
+        sizes.append(len(found))
+    return sizes
+""",
+            "right sizes, but walks every path: exponential time on a chain of diamonds",
+        ),
+    ],
+}
+
+
+RIGHT_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_collect_nodes": [
+        WrongAnswer(
+            "listed_when_taken_from_the_queue",
+            """\
+def collect_nodes(tensor):
+    nodes, seen = [], set()
+    to_visit = deque([tensor.grad_fn] if tensor.grad_fn is not None else [])
+    while to_visit:
+        node = to_visit.popleft()
+        if node in seen:
+            continue
+        seen.add(node)
+        nodes.append(node)
+        to_visit.extend(n for n, _ in node.next_functions if n is not None and n not in seen)
+    return nodes
+""",
+            "a node listed when it leaves the queue (first in, first out: the same order)",
+        ),
+        WrongAnswer(
+            "list_with_a_head_index",
+            """\
+def collect_nodes(tensor):
+    if tensor.grad_fn is None:
+        return []
+    nodes, seen = [tensor.grad_fn], {id(tensor.grad_fn)}
+    head = 0
+    while head < len(nodes):
+        for next_node, _ in nodes[head].next_functions:
+            if next_node is not None and id(next_node) not in seen:
+                seen.add(id(next_node))
+                nodes.append(next_node)
+        head += 1
+    return nodes
+""",
+            "the result list is the queue (an index instead of a deque), ids in the seen set",
+        ),
+    ],
+    "ex2_count_ops": [
+        WrongAnswer(
+            "own_walk_returns_a_counter",
+            """\
+def count_ops(tensor):
+    counts, seen = Counter(), set()
+    to_visit = [tensor.grad_fn] if tensor.grad_fn is not None else []
+    while to_visit:
+        node = to_visit.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.name() != "torch::autograd::AccumulateGrad":
+            counts[node.name()] += 1
+        to_visit.extend(n for n, _ in node.next_functions if n is not None)
+    return counts
+""",
+            "its own depth-first walk (any order will do) and a Counter, which is a dict",
+        ),
+        WrongAnswer(
+            "plain_dict_loop",
+            """\
+def count_ops(tensor):
+    counts = {}
+    for node in collect_nodes(tensor):
+        if node.name() != "torch::autograd::AccumulateGrad":
+            counts[node.name()] = counts.get(node.name(), 0) + 1
+    return counts
+""",
+            "a loop and dict.get instead of a Counter",
+        ),
+    ],
+    "ex3_find_leaves": [
+        WrongAnswer(
+            "own_breadth_first_walk",
+            """\
+def find_leaves(tensor):
+    if tensor.grad_fn is None:
+        return [tensor] if tensor.requires_grad else []
+    leaves, seen, to_visit = [], {tensor.grad_fn}, deque([tensor.grad_fn])
+    while to_visit:
+        node = to_visit.popleft()
+        if hasattr(node, "variable"):
+            leaves.append(node.variable)
+        for next_node, _ in node.next_functions:
+            if next_node is not None and next_node not in seen:
+                seen.add(next_node)
+                to_visit.append(next_node)
+    return leaves
+""",
+            "its own breadth-first walk instead of collect_nodes: the same order",
+        ),
+        WrongAnswer(
+            "leaves_kept_once_by_id",
+            """\
+def find_leaves(tensor):
+    if tensor.grad_fn is None:
+        return [tensor] if tensor.requires_grad else []
+    leaves, ids = [], set()
+    for node in collect_nodes(tensor):
+        leaf = getattr(node, "variable", None)
+        if leaf is not None and id(leaf) not in ids:
+            ids.add(id(leaf))
+            leaves.append(leaf)
+    return leaves
+""",
+            "finds AccumulateGrad nodes by their .variable and keeps each leaf once by id",
+        ),
+    ],
+    "ex5_softplus": [
+        WrongAnswer(
+            "derivative_from_the_output",
+            """\
+class Softplus(Function):
+    @staticmethod
+    def forward(ctx, x, beta):
+        out = (1 + (beta * x).exp()).log() / beta
+        ctx.save_for_backward(out)
+        ctx.beta = beta
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (1 - (-ctx.beta * out).exp()), None
+""",
+            "saves the output: sigmoid(beta x) = 1 - exp(-beta softplus(x))",
+        ),
+    ],
+    "ex6_f_and_gradients": [
+        WrongAnswer(
+            "autograd_grad_and_float",
+            """\
+def f_and_gradients(lib, x0, y0):
+    x = lib.tensor(float(x0), dtype=lib.float64, requires_grad=True)
+    y = lib.tensor(float(y0), dtype=lib.float64, requires_grad=True)
+    out = x * x + y**3 - lib.sin(x * y)
+    df_dx, df_dy = lib.autograd.grad(out, (x, y))
+    return out, float(df_dx), float(df_dy)
+""",
+            "autograd.grad instead of backward, float() instead of .item()",
+        ),
+    ],
+    "ex7_graph_sizes": [
+        WrongAnswer(
+            "own_walk_in_a_loop",
+            """\
+def graph_sizes(model, inputs):
+    sizes = []
+    for x in inputs:
+        out = model(x)
+        seen = set()
+        to_visit = [out.grad_fn] if out.grad_fn is not None else []
+        while to_visit:
+            node = to_visit.pop()
+            if node not in seen:
+                seen.add(node)
+                to_visit.extend(n for n, _ in node.next_functions if n is not None)
+        sizes.append(len(seen))
+    return sizes
+""",
+            "its own depth-first walk with a set, no collect_nodes",
         ),
     ],
 }

@@ -3,16 +3,21 @@
 Commands (all take --course DIR, default: the repository's course/):
   release ASSIGNMENT      build the student version into release/ (--exchange: also publish it)
   collect ASSIGNMENT      copy submissions into submitted/ (--from DIR, --zip LMS.zip, --exchange)
-  autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch)
+  autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch),
+                          each in a sandbox, --jobs at a time (default: one per core);
+                          --no-sandbox only where bubblewrap cannot run (the table says so)
   feedback ASSIGNMENT     write HTML feedback into feedback/
   export                  write nbgrader's grades CSV (--to FILE, default: <course>/grades.csv)
   report ASSIGNMENT       print the per-student table (score, max, flags)
   grade ASSIGNMENT        all of the above in order (every submission in submitted/ is
                           autograded), with a progress bar, ending with the table
+  similarity ASSIGNMENT   flag pairs of students with alike answers (--threshold, default 0.8);
+                          writes reports/ASSIGNMENT/similarity.html, never changes a grade
   validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise
   leak-scan               releases, feedback and the wheel reveal nothing of solutions/; exit 1
 
-A mistake (unknown assignment or student, missing folder or file) prints one `error:` line and
+--timeout SECONDS (per cell) and --budget SECONDS (per submission) bound what a submission
+may take. A mistake (unknown assignment or student, missing folder or file) prints one `error:` line and
 exits 2.
 """
 
@@ -27,7 +32,7 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.converters.base import NbGraderException
 
-from solutions.instructor import leaks, pipeline, report, validate
+from solutions.instructor import leaks, pipeline, report, similarity, validate
 from solutions.instructor.course import CommandError, Course, open_course
 
 
@@ -91,7 +96,9 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
             f"no submission of {args.assignment} from {', '.join(unknown)} in submitted/: "
             f"collect it first (submitted: {', '.join(course.students(args.assignment))})"
         )
-    results = pipeline.autograde(course, args.assignment, args.student or None, progress_bar)
+    results = pipeline.autograde(
+        course, args.assignment, args.student or None, progress_bar, args.jobs, args.sandbox
+    )
     failed = [student for student, result in results.items() if not result.get("success")]
     if failed:
         _say(f"autograde failed for: {', '.join(failed)} (see reports/{args.assignment}/)")
@@ -128,14 +135,37 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     students = course.students(args.assignment)  # also those collected earlier (e.g. --zip)
     if not students:
         raise CommandError(f"no submissions of {args.assignment}: give --from or --zip")
+    pipeline.sandbox_problem(args.sandbox)
     _say(f"autograding {_count(students, 'submission')}")
-    pipeline.autograde(course, args.assignment, students, progress_bar)
+    pipeline.autograde(course, args.assignment, students, progress_bar, args.jobs, args.sandbox)
     pipeline.feedback(course, args.assignment)
+    found = leaks.scan_feedback(course, leaks.secret_lines(course))
+    for leak in found:
+        _say(f"LEAK: {leak}")
+    if found:
+        raise CommandError(
+            f"the feedback of {args.assignment} reveals grading code ({len(found)} leaks "
+            "above): do not send it; fix the grader and grade again"
+        )
+    _say("feedback checked: it reveals nothing of solutions/")
     destination = Path(args.to) if args.to else course.root / "grades.csv"
     pipeline.export_csv(course, destination)
     _say(f"feedback in {course.root / 'feedback'}, grades in {destination}")
     _print_table(course, args.assignment)
+    _say(_similarity(course, args.assignment, similarity.DEFAULT_THRESHOLD))  # stdout: grades only
     _say(f"done in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def _similarity(course: Course, assignment: str, threshold: float) -> str:
+    """Write the similarity report; return its table of flagged pairs."""
+    found = similarity.similarity_report(course, assignment, threshold)
+    _say(f"similarity report (flags only, no grade changed) written to {found.html}")
+    return similarity.format_table(found.flagged, threshold, len(found.answers))
+
+
+def cmd_similarity(course: Course, args: argparse.Namespace) -> int:
+    print(_similarity(course, args.assignment, args.threshold))
     return 0
 
 
@@ -173,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--course", type=Path, default=None, help="course folder (course/)")
     parser.add_argument("--timeout", type=int, default=None, help="seconds per cell (config: 30)")
+    parser.add_argument(
+        "--budget", type=float, default=None,
+        help="seconds per submission, crash re-runs included (config: 300)",
+    )  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, handler, assignment: str = "required"):
@@ -194,11 +228,23 @@ def build_parser() -> argparse.ArgumentParser:
             source.add_argument("--exchange", action="store_true", help="nbgrader exchange")
         else:
             sub.add_argument("--to", help="grades CSV (default: <course>/grades.csv)")
-    command("autograde", cmd_autograde).add_argument("--student", action="append")
+    autograde = command("autograde", cmd_autograde)
+    autograde.add_argument("--student", action="append")
+    for sub in (autograde, commands.choices["grade"]):
+        sub.add_argument(
+            "--jobs", type=int, default=None, help="submissions run at once (default: cores)"
+        )
+        sub.add_argument(
+            "--no-sandbox", dest="sandbox", action="store_false",
+            help="run submissions without bubblewrap (the table flags every student)",
+        )  # fmt: skip
     command("feedback", cmd_feedback)
     command("export", cmd_export, assignment="none").add_argument("--to")
     command("report", cmd_report)
     command("validate", cmd_validate, assignment="optional")
+    command("similarity", cmd_similarity).add_argument(
+        "--threshold", type=float, default=similarity.DEFAULT_THRESHOLD, help="0 to 1 (0.8)"
+    )
     command("leak-scan", cmd_leak_scan, assignment="none").add_argument(
         "--wheel", help="scan this wheel instead of building one"
     )
@@ -212,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
-        course = open_course(args.course, timeout=args.timeout)
+        course = open_course(args.course, timeout=args.timeout, budget=args.budget)
         named = getattr(args, "assignment", None)
         for assignment in [named] if isinstance(named, str) else named or []:
             course.check_assignment(assignment)

@@ -67,22 +67,30 @@ class Course:
         return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
 
 
-def load_config(course_root: Path, timeout: int | None = None) -> Config:
-    """course/nbgrader_config.py, pointed at `course_root`, with an optional per-cell timeout."""
+def load_config(
+    course_root: Path, timeout: int | None = None, budget: float | None = None
+) -> Config:
+    """course/nbgrader_config.py, pointed at `course_root`, with an optional per-cell timeout
+    and per-submission budget (seconds)."""
     config = PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
     config.CourseDirectory.root = str(course_root)
     config.Exchange.root = str(course_root / "exchange")
     if timeout is not None:
         config.Execute.timeout = timeout
+        config.SandboxedAutograde.cell_seconds = timeout
+    if budget is not None:
+        config.SandboxedAutograde.wall_seconds = budget
     return config
 
 
-def open_course(course_root: Path | None = None, timeout: int | None = None) -> Course:
+def open_course(
+    course_root: Path | None = None, timeout: int | None = None, budget: float | None = None
+) -> Course:
     """Open the course at `course_root` (default: the repository's course/)."""
     root = Path(course_root or DEFAULT_COURSE_ROOT).resolve()
     if not (root / "source").is_dir():
         raise CommandError(f"{root} is not a course folder: it has no source/ folder")
-    config = load_config(root, timeout)
+    config = load_config(root, timeout, budget)
     (root / "exchange").mkdir(exist_ok=True)  # nbgrader logs an error when it is missing
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import shutil
+import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import nbformat
+from nbformat import NotebookNode
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps.zipcollectapp import ZipCollectApp
 from nbgrader.plugins.export import CsvExportPlugin
 from nbgrader.utils import temp_attrs
+from traitlets.utils.importstring import import_item
 
 from solutions.instructor.course import CommandError, Course, check
+from solutions.instructor.sandbox import bwrap_available, run_submission
+from solutions.instructor.verdicts import SandboxedAutograde, digest, prepare
 
 
 def release(course: Course, assignment: str, to_exchange: bool = False) -> Path:
@@ -80,11 +90,55 @@ def collect_folder(course: Course, assignment: str, folder: Path) -> Collected:
         destination = course.folder("submitted", assignment, student)
         if destination.exists():
             shutil.rmtree(destination)
-        shutil.copytree(files, destination)
-        timestamp = destination / "timestamp.txt"
-        if not timestamp.exists():
-            timestamp.write_text(datetime.now(UTC).isoformat(" "))
+        destination.mkdir(parents=True)
+        for path in sorted(files.iterdir()):
+            if path.name in notebooks and path.is_file() and not path.is_symlink():
+                shutil.copyfile(path, destination / path.name)
+            elif path.name != "timestamp.txt":
+                warnings.append(f"{student}: ignored {path.name} (only {LAYOUT_FILES} are graded)")
+        timestamp = files / "timestamp.txt"
+        if timestamp.is_file() and not timestamp.is_symlink():
+            shutil.copyfile(timestamp, destination / "timestamp.txt")
+        else:
+            (destination / "timestamp.txt").write_text(datetime.now(UTC).isoformat(" "))
+    record_checksums(course, assignment, [student for student, _ in found])
     return Collected([student for student, _ in found], warnings)
+
+
+LAYOUT_FILES = "the assignment's notebooks"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def checksums_file(course: Course, assignment: str) -> Path:
+    return course.root / "reports" / assignment / "checksums.json"
+
+
+def record_checksums(course: Course, assignment: str, students: list[str]) -> None:
+    """Remember each collected notebook's SHA-256: `report` flags one that changed later."""
+    path = checksums_file(course, assignment)
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    for student in students:
+        folder = course.folder("submitted", assignment, student)
+        known[student] = {p.name: _sha256(p) for p in sorted(folder.glob("*.ipynb"))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(known, indent=1, sort_keys=True))
+
+
+def prune_submissions(course: Course, assignment: str, students: list[str]) -> list[str]:
+    """Remove from submitted/ every file that is not one of the assignment's notebooks (the
+    exchange copies whatever a student put next to them); return warnings naming them."""
+    notebooks = {f"{name}.ipynb" for name in course.notebooks(assignment)}
+    warnings = []
+    for student in students:
+        for path in sorted(course.folder("submitted", assignment, student).iterdir()):
+            if path.name in notebooks | {"timestamp.txt"} and path.is_file():
+                continue
+            warnings.append(f"{student}: ignored {path.name} (only {LAYOUT_FILES} are graded)")
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    return warnings
 
 
 LAYOUT = "<folder>/<student>/{0}.ipynb or <folder>/<student>/{0}/{0}.ipynb"
@@ -144,16 +198,98 @@ def collect_zip(course: Course, assignment: str, archive: Path) -> Collected:
         except SystemExit as error:  # nbgrader's `fail` exits; its message is in the log
             raise CommandError(f"--zip {archive}: nbgrader zip_collect failed") from error
     warnings = [f"skipped {name}: not <student>_<notebook>.ipynb" for name in skipped]
-    return Collected(sorted({student for student, _ in matched}), warnings)
+    students = sorted({student for student, _ in matched})
+    record_checksums(course, assignment, students)
+    return Collected(students, warnings)
 
 
 def collect_exchange(course: Course, assignment: str) -> Collected:
     """Collect what students submitted through the nbgrader exchange (`nbgrader submit`)."""
     check(course.api.collect(assignment), "collect")
-    return Collected(course.students(assignment))
+    students = course.students(assignment)
+    warnings = prune_submissions(course, assignment, students)
+    record_checksums(course, assignment, students)
+    return Collected(students, warnings)
 
 
 ProgressCallback = Callable[[int, int, str, float], None]
+
+
+def sandbox_problem(sandbox: bool) -> None:
+    """Refuse to grade when the sandbox is asked for and cannot run."""
+    if sandbox and (problem := bwrap_available()):
+        raise CommandError(
+            f"cannot sandbox the submissions: {problem}. Install it, or grade without a sandbox "
+            "with --no-sandbox (the table then says so for every student)"
+        )
+
+
+def _to_execute(course: Course, assignment: str, student: str, notebook: str) -> NotebookNode:
+    """The notebook nbgrader's autograde will hand to SandboxedAutograde: the submission after
+    the configured sanitize steps (outputs cleared, test cells restored), written and read back."""
+    path = course.folder("submitted", assignment, student) / f"{notebook}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    resources = {
+        "nbgrader": {
+            "student": student,
+            "assignment": assignment,
+            "notebook": notebook,
+            "db_url": course.coursedir.db_url,
+        }
+    }
+    for name in course.config.Autograde.sanitize_preprocessors:
+        step = import_item(name) if isinstance(name, str) else name
+        nb, resources = step(config=course.config).preprocess(nb, resources)
+    return nbformat.reads(nbformat.writes(nb), as_version=4)
+
+
+def _configure(course: Course, assignment: str, sandbox: bool) -> Path:
+    """Point SandboxedAutograde at this run's cache and report folders; return the cache."""
+    reports = course.root / "reports" / assignment
+    cache = reports / "executions"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    for config in (course.config, course.api.config):
+        config.SandboxedAutograde.sandbox = sandbox
+        config.SandboxedAutograde.cache_dir = str(cache)
+        config.SandboxedAutograde.report_dir = str(reports / "autograde")
+    return cache
+
+
+def execute_all(
+    course: Course,
+    assignment: str,
+    students: list[str],
+    cache: Path,
+    jobs: int,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Run every submission in its own sandbox, `jobs` at a time, leaving each result in
+    `cache` under its notebook's digest, where SandboxedAutograde finds it. A submission that
+    cannot be prepared here is left to autograde, which reports it."""
+    limits = SandboxedAutograde(config=course.config).limits()
+    sandbox = course.config.SandboxedAutograde.sandbox
+
+    def run(student: str) -> tuple[str, float]:
+        start = time.perf_counter()
+        for notebook in course.notebooks(assignment):
+            try:
+                prepared = prepare(_to_execute(course, assignment, student, notebook))
+            except Exception:  # unreadable, missing: nbgrader's autograde reports it
+                continue
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "notebook.ipynb"
+                nbformat.write(prepared, path)
+                execution = run_submission(path, assignment, limits, sandboxed=sandbox)
+            (cache / f"{digest(prepared)}.json").write_text(json.dumps(asdict(execution)))
+        return student, time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(run, student) for student in students]
+        for number, future in enumerate(as_completed(futures), start=1):
+            student, seconds = future.result()
+            if progress is not None:
+                progress(number, len(students), student, seconds)
 
 
 def autograde(
@@ -161,30 +297,45 @@ def autograde(
     assignment: str,
     students: list[str] | None = None,
     progress: ProgressCallback | None = None,
+    jobs: int | None = None,
+    sandbox: bool = True,
 ) -> dict[str, dict]:
     """Autograde every submission; one student's failure never stops the batch.
 
-    Returns, per student, nbgrader's result ({"success", "log", "error"}). The log is also kept
-    in reports/<assignment>/autograde/<student>.log, where `report` reads what happened.
+    Each submission runs in its own sandbox, `jobs` at a time (default: one per core); then
+    nbgrader's autograde, one student at a time in this process, judges the hidden tests and
+    writes the gradebook (see NOTE [Grading sandbox] in sandbox.py). Returns, per student,
+    nbgrader's result ({"success", "log", "error"}). The log is also kept in
+    reports/<assignment>/autograde/<student>.log, where `report` reads what happened.
     """
+    sandbox_problem(sandbox)
     students = course.students(assignment) if students is None else students
     log_dir = course.root / "reports" / assignment / "autograde"
     log_dir.mkdir(parents=True, exist_ok=True)
+    cache = _configure(course, assignment, sandbox)
+    execute_all(course, assignment, students, cache, jobs or os.cpu_count() or 1, progress)
     results = {}
-    for number, student in enumerate(students, start=1):
-        start = time.perf_counter()
+    for student in students:
         result = course.api.autograde(assignment, student, force=True, create=True)
         (log_dir / f"{student}.log").write_text(result.get("log", "") + result.get("error", ""))
         results[student] = result
-        if progress is not None:
-            progress(number, len(students), student, time.perf_counter() - start)
+    shutil.rmtree(cache, ignore_errors=True)
     return results
 
 
 def feedback(course: Course, assignment: str) -> Path:
-    """Write the HTML feedback of every autograded submission into feedback/."""
+    """Write the HTML feedback of every autograded submission into feedback/: the generated
+    HTML and nothing else (nbgrader would also copy any other file of the graded folder)."""
     check(course.api.generate_feedback(assignment), "generate_feedback")
-    return course.root / course.coursedir.feedback_directory
+    root = course.root / course.coursedir.feedback_directory
+    for student in course.students(assignment):
+        folder = course.folder("feedback", assignment, student)
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.suffix != ".html" or not path.is_file() or path.is_symlink():
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    return root
 
 
 def export_csv(course: Course, destination: Path) -> Path:

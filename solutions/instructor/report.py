@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,8 +12,8 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
 from solutions.instructor.course import CommandError, Course
-from solutions.instructor.execute import CRASHED_CELL_NOTE
 from solutions.instructor.integrity import cells_using_grading_code, is_test_cell
+from solutions.instructor.run_notebook import CRASHED_CELL_NOTE
 
 TIMED_OUT = "timed out"
 KERNEL_DIED = "kernel died"
@@ -23,6 +25,9 @@ KERNELSPEC_CHANGED = "kernelspec changed"
 MISSING_NOTEBOOK = "notebook missing"
 NOT_GRADED = "not graded"
 OUT_OF_MEMORY = "out of memory"
+NOT_SANDBOXED = "not sandboxed (--no-sandbox)"
+VERDICT_IN_KERNEL = "verdict read from the kernel"
+CHANGED_SINCE_COLLECTED = "changed since collection"
 
 
 @dataclass
@@ -87,6 +92,29 @@ def _check_autograded(row: StudentRow, path: Path, log: str) -> None:
                 _flag(row, OUT_OF_MEMORY)
 
 
+def _check_sandbox(row: StudentRow, report: Path) -> None:
+    """Flags from the sandbox's report of one notebook (solutions/instructor/verdicts.py)."""
+    if not report.is_file():
+        return
+    info = json.loads(report.read_text())
+    if info.get("crashed"):
+        _flag(row, KERNEL_DIED)
+    for flag in info.get("flags", []):
+        if flag == "hit the memory limit":
+            _flag(row, OUT_OF_MEMORY)
+        elif flag != "no cgroup limits (not root)":
+            _flag(row, flag)
+    if not info.get("sandboxed", True):
+        _flag(row, NOT_SANDBOXED)
+    if info.get("verdict_in_kernel"):
+        _flag(row, VERDICT_IN_KERNEL)
+
+
+def _check_unchanged(row: StudentRow, path: Path, checksum: str | None) -> None:
+    if checksum and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != checksum:
+        _flag(row, CHANGED_SINCE_COLLECTED)
+
+
 def _test_cell_sources(release: Path) -> dict[str, str]:
     """The test cells of a release notebook, by grade_id, as students received them."""
     nb = nbformat.read(release, as_version=4)
@@ -111,6 +139,8 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
         max_score = known.max_score
         notebooks = [nb.name for nb in known.notebooks]
         release = course.folder("release", assignment)
+        checksums_path = course.root / "reports" / assignment / "checksums.json"
+        checksums = json.loads(checksums_path.read_text()) if checksums_path.is_file() else {}
         for student in course.students(assignment):
             row = StudentRow(student=student, max_score=max_score)
             log_file = course.root / "reports" / assignment / "autograde" / f"{student}.log"
@@ -120,7 +150,10 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
                 submitted = course.folder("submitted", assignment, student) / f"{notebook}.ipynb"
                 autograded = course.folder("autograded", assignment, student) / f"{notebook}.ipynb"
                 _check_submitted(row, submitted, tests)
+                _check_unchanged(row, submitted, checksums.get(student, {}).get(submitted.name))
                 _check_autograded(row, autograded, log)
+                reports = course.root / "reports" / assignment / "autograde"
+                _check_sandbox(row, reports / f"{student}.{notebook}.json")
                 if not autograded.is_file():
                     _flag(row, NOT_GRADED)
             try:

@@ -7,7 +7,8 @@ notebook's setup cell defined: `torch`, `minitorch`, `nn`, `weakref`, `saved_ten
 `saved_tensors_hooks`, `track`, `checkpoint_sequential`, `ACCUMULATE_GRAD`).
 
 No graded cell uses another exercise's answer, so each wrong answer costs only its own
-exercise (a test checks this).
+exercise (a test checks this). `RIGHT_ANSWERS` are different but correct answers, which must
+keep full marks.
 """
 
 from __future__ import annotations
@@ -193,6 +194,45 @@ def train_epoch(model, optimizer, batches, x_val, y_val):
 """,
             "no_grad around the training step too: nothing to backward through",
         ),
+        WrongAnswer(
+            "running_total_tensor",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    total = 0.0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss
+        with minitorch.no_grad():
+            validation.append(((model(x_val) - y_val) ** 2).mean().item())
+    return total.item() / len(batches), validation
+""",
+            "the running total is a tensor (.item() only at the end): its graph reaches every "
+            "iteration's loss, the first leak of section 5",
+        ),
+        WrongAnswer(
+            "mean_over_all_samples",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    total, samples = 0.0, 0
+    validation = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(x)
+        samples += len(x)
+        with minitorch.no_grad():
+            validation.append(((model(x_val) - y_val) ** 2).mean().item())
+    return total / samples, validation
+""",
+            "weights each batch by its size: the mean over all samples, not the mean of the "
+            "batch losses asked (they differ when the last batch is smaller)",
+        ),
     ],
     "ex3_evaluate": [
         WrongAnswer(
@@ -238,6 +278,20 @@ def evaluate(model, batches):
     return sum(losses) / len(losses)
 """,
             "switches grad mode off for good: the training that follows records nothing",
+        ),
+        WrongAnswer(
+            "mean_over_all_samples",
+            """\
+def evaluate(model, batches):
+    total, samples = 0.0, 0
+    with minitorch.no_grad():
+        for x, y in batches:
+            total += ((model(x) - y) ** 2).mean().item() * len(x)
+            samples += len(x)
+    return total / samples
+""",
+            "weights each batch by its size: the mean over all samples, not the mean of the "
+            "batches' errors asked (they differ when the last batch is smaller)",
         ),
     ],
     "ex4_checkpoint": [
@@ -342,6 +396,56 @@ def best_segments(model, x):
     return 1 + left.index(min(left))
 """,
             "compares the memory left after backward (the same for every choice), not the peak",
+        ),
+        WrongAnswer(
+            "without_the_last",
+            """\
+def best_segments(model, x):
+    peaks = []
+    for segments in range(1, len(model)):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        peaks.append(mem.peak_bytes - mem.start_bytes)
+    model.zero_grad()
+    return 1 + peaks.index(min(peaks))
+""",
+            "tries 1 to len(model) - 1: one segment per block is never tried, though it is the "
+            "best for blocks whose inside is wider than their input",
+        ),
+        WrongAnswer(
+            "from_two_segments",
+            """\
+def best_segments(model, x):
+    peaks = {}
+    for segments in range(2, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        peaks[segments] = mem.peak_bytes - mem.start_bytes
+    model.zero_grad()
+    return min(peaks, key=peaks.get)
+""",
+            "never tries one segment (no checkpointing), which ties with the others on a "
+            "shallow model and then wins: fewest segments",
+        ),
+        WrongAnswer(
+            "ties_toward_more_segments",
+            """\
+def best_segments(model, x):
+    best, best_peak = None, None
+    for segments in range(1, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        peak = mem.peak_bytes - mem.start_bytes
+        if best_peak is None or peak <= best_peak:
+            best, best_peak = segments, peak
+    model.zero_grad()
+    return best
+""",
+            "`<=` keeps the last of equal peaks: on ties it returns the most segments, where "
+            "the fewest are asked (less recomputation)",
         ),
     ],
     "ex6_step_within_budget": [
@@ -528,6 +632,201 @@ def half_precision_hooks():
     return saved_tensors_hooks(pack, unpack)
 """,
             "backward gets the float16 copies back: ops mix float16 with the model's dtype",
+        ),
+        WrongAnswer(
+            "copies_of_dead_tensors_kept",
+            """\
+def half_precision_hooks():
+    copies = {}
+
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        known = copies.get(id(tensor))
+        if known is None or known[0]() is not tensor:
+            known = (weakref.ref(tensor), tensor.dtype, tensor.half())
+            copies[id(tensor)] = known
+        return known[1], known[2]
+
+    def unpack(packed):
+        if isinstance(packed, tuple):
+            dtype, half = packed
+            return half.to(dtype)
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "the old reference (issue 21): an entry is replaced only when its id is reused, so "
+            "the dict keeps the float16 copies of dead tensors, more at every step while the "
+            "hooks are reused",
+        ),
+        WrongAnswer(
+            "half_copies_of_leaves",
+            """\
+def half_precision_hooks():
+    copies = {}
+
+    def pack(tensor):
+        key = id(tensor)
+        if key not in copies:
+            copies[key] = (tensor.dtype, tensor.half())
+            weakref.finalize(tensor, copies.pop, key, None)
+        return copies[key]
+
+    def unpack(packed):
+        dtype, half = packed
+        return half.to(dtype)
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "copies leaves too: a parameter is alive anyway, so its float16 copy is new memory "
+            "(and its gradient's inputs lose precision for nothing)",
+        ),
+    ],
+}
+
+RIGHT_ANSWERS: dict[str, list[WrongAnswer]] = {
+    "ex1_saved_bytes": [
+        WrongAnswer(
+            "deque_and_storage_sets",
+            """\
+from collections import deque
+
+
+def saved_bytes(t, include_parameters=False):
+    nodes = deque([t.grad_fn] if t.grad_fn is not None else [])
+    visited = set(nodes)
+    storages, parameter_storages = {}, set()
+    while nodes:
+        node = nodes.popleft()
+        if hasattr(node, "variable"):
+            parameter_storages.add(node.variable.untyped_storage().data_ptr())
+        for name, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            storages.setdefault(storage.data_ptr(), storage.nbytes())
+            if saved.is_leaf and saved.requires_grad:
+                parameter_storages.add(storage.data_ptr())
+        for child, _ in node.next_functions:
+            if child is not None and child not in visited:
+                visited.add(child)
+                nodes.append(child)
+    if not include_parameters:
+        for ptr in parameter_storages:
+            storages.pop(ptr, None)
+    return sum(storages.values())
+""",
+            "a deque, breadth first, storages removed at the end",
+        ),
+    ],
+    "ex2_train_epoch": [
+        WrongAnswer(
+            "mse_loss_and_inference_mode",
+            """\
+def train_epoch(model, optimizer, batches, x_val, y_val):
+    losses, validation = [], []
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        del loss
+        with minitorch.inference_mode():
+            validation.append(float(nn.functional.mse_loss(model(x_val), y_val)))
+    return sum(losses) / len(losses), validation
+""",
+            "F.mse_loss, a list of floats, float(), inference_mode",
+        ),
+    ],
+    "ex3_evaluate": [
+        WrongAnswer(
+            "no_grad_running_total",
+            """\
+def evaluate(model, batches):
+    total = 0.0
+    with minitorch.set_grad_enabled(False):
+        for x, y in batches:
+            total += nn.functional.mse_loss(model(x), y).item()
+    return total / len(batches)
+""",
+            "set_grad_enabled(False) as a with block, a running total of floats",
+        ),
+    ],
+    "ex5_best_segments": [
+        WrongAnswer(
+            "strictly_lower_wins",
+            """\
+def best_segments(model, x):
+    best, best_peak = 1, None
+    for segments in range(1, len(model) + 1):
+        model.zero_grad()
+        with track() as mem:
+            checkpoint_sequential(model, segments, x, use_reentrant=False).sum().backward()
+        peak = mem.peak_bytes - mem.start_bytes
+        if best_peak is None or peak < best_peak:
+            best, best_peak = segments, peak
+    model.zero_grad()
+    return best
+""",
+            "a running best that only a strictly lower peak replaces (ties keep the fewest)",
+        ),
+    ],
+    "ex8_half_precision_hooks": [
+        WrongAnswer(
+            "weakref_callback",
+            """\
+def half_precision_hooks():
+    copies = {}
+
+    def forget(key):
+        return lambda ref: copies.pop(key, None)
+
+    def pack(tensor):
+        if tensor.is_leaf:
+            return tensor
+        key = id(tensor)
+        if key not in copies:
+            copies[key] = (weakref.ref(tensor, forget(key)), tensor.half(), tensor.dtype)
+        _, half, dtype = copies[key]
+        return half, dtype
+
+    def unpack(packed):
+        if isinstance(packed, tuple):
+            half, dtype = packed
+            return half.to(dtype)
+        return packed
+
+    return saved_tensors_hooks(pack, unpack)
+""",
+            "a weak reference whose callback removes the entry, packed the other way round",
+        ),
+        WrongAnswer(
+            "state_in_an_object",
+            """\
+class HalfCopies:
+    def __init__(self):
+        self.copies = {}
+
+    def pack(self, tensor):
+        if tensor.is_leaf:
+            return ("leaf", tensor)
+        key = id(tensor)
+        if key not in self.copies:
+            self.copies[key] = ("half", tensor.half(), tensor.dtype)
+            weakref.finalize(tensor, self.copies.pop, key, None)
+        return self.copies[key]
+
+    def unpack(self, packed):
+        if packed[0] == "leaf":
+            return packed[1]
+        return packed[1].to(packed[2])
+
+
+def half_precision_hooks():
+    state = HalfCopies()
+    return saved_tensors_hooks(state.pack, state.unpack)
+""",
+            "the copies live in an object whose bound methods are the hooks",
         ),
     ],
 }

@@ -123,6 +123,63 @@ def _gradients(
     return _GRADIENTS.format(propagate=propagate, order=order, accumulate=accumulate, wanted=wanted)
 
 
+# A backward pass that sends each gradient down every path separately, instead of summing the
+# gradients of a slot before going on: right numbers, exponential time on diamonds.
+_PER_PATH = """\
+def replay_with_gradients(trace, inputs, grad_output):
+    values = dict(trace.captured)
+    values.update(zip(trace.inputs, inputs))
+    needs_grad = {{slot: t.requires_grad for slot, t in values.items()}}
+    made_by = {{}}
+    for step in trace.steps:
+        if isinstance(step, Guard):
+            continue
+        args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+        flags = [isinstance(a, Slot) and needs_grad[a.index] for a in step.args]
+        outs, ctx = forward_with_ctx(step.function, args, flags)
+        for slot, out in zip(step.outputs, outs):
+            if slot is not None:
+                values[slot] = out
+                needs_grad[slot] = any(flags) and out.dtype.is_floating_point
+                made_by[slot] = (step, ctx, flags)
+    grads = {{}}
+
+    def backward_of(slot, grad):
+        step, ctx, flags = made_by[slot]
+        results = step.function.backward(ctx, *[grad if s == slot else None for s in step.outputs])
+        results = results if isinstance(results, tuple) else (results,)
+        return [(a.index, g) for a, f, g in zip(step.args, flags, results) if f and g is not None]
+
+{walk}
+    wanted = set(trace.inputs) | set(trace.captured)
+    result = {{s: g for s, g in grads.items() if s in wanted and values[s].requires_grad}}
+    return values[out_slot], result
+"""
+
+_RECURSIVE = """\
+    def send(slot, grad):
+        if slot in made_by:
+            for arg, g in backward_of(slot, grad):
+                send(arg, g)
+        else:
+            grads[slot] = grad if slot not in grads else grads[slot] + grad
+
+    (out_slot,) = trace.outputs
+    send(out_slot, grad_output)
+"""
+
+_STACK = """\
+    (out_slot,) = trace.outputs
+    pending = [(out_slot, grad_output)]
+    while pending:
+        slot, grad = pending.pop()
+        if slot in made_by:
+            pending.extend(backward_of(slot, grad))
+        else:
+            grads[slot] = grad if slot not in grads else grads[slot] + grad
+"""
+
+
 _CACHED = """\
 def cached(fn, limit=3, tracer=None, replayer=None):
     tracer = tracer or trace
@@ -262,6 +319,25 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
             "def replay(trace, *inputs):\n" + _REPLAY_LOOP.format(guard="pass"),
             "a Guard step is treated as an op: AttributeError",
         ),
+        WrongAnswer(
+            "trace_captured_mutated",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace(
+                "values = dict(trace.captured)", "values = trace.captured"
+            ).format(guard="continue"),
+            "adds this call's tensors to trace.captured: the trace grows and keeps them alive",
+        ),
+        WrongAnswer(
+            "graph_detached_afterwards",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace("    with minitorch.no_grad():\n", "    if True:\n")
+            .replace(
+                "return tuple(values[slot] for slot in trace.outputs)",
+                "return tuple(values[slot].detach() for slot in trace.outputs)",
+            )
+            .format(guard="continue"),
+            "records a graph for every op, then detaches the outputs: the cost is already paid",
+        ),
     ],
     "ex3_input_mismatch": [
         WrongAnswer(
@@ -315,6 +391,21 @@ def input_mismatch(trace, *inputs):
 """,
             "returns True/False, not None or a message",
         ),
+        WrongAnswer(
+            "size_one_dims_ignored",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return "wrong number of inputs"
+    for i, (t, (shape, dtype)) in enumerate(zip(inputs, trace.input_meta)):
+        if [n for n in t.shape if n != 1] != [n for n in shape if n != 1]:
+            return f"input {i}: shape {list(t.shape)} instead of {list(shape)}"
+        if t.dtype != dtype:
+            return f"input {i}: dtype {t.dtype} instead of {dtype}"
+    return None
+""",
+            "ignores dimensions of size 1: a [4, 6, 1] input replays a [4, 6] trace",
+        ),
     ],
     "ex4_replay_guarded": [
         WrongAnswer(
@@ -352,6 +443,42 @@ def input_mismatch(trace, *inputs):
             ),
             "checks `if` conditions but not item() or int() reads",
         ),
+        WrongAnswer(
+            "tolerant_guards",
+            "import math\n\n\ndef replay_guarded(trace, *inputs):\n"
+            + _REPLAY_LOOP.format(
+                guard="if not math.isclose(READERS[step.kind](values[step.slot]), step.value):\n"
+                "                    raise GuardFailed('changed')\n"
+                "                continue"
+            ),
+            "a read that is only close to the traced value passes: the trace holds its constant",
+        ),
+        WrongAnswer(
+            "guards_checked_at_the_end",
+            """\
+def replay_guarded(trace, *inputs):
+    values = dict(trace.captured)
+    values.update(zip(trace.inputs, inputs))
+    changed = []
+    with minitorch.no_grad():
+        for step in trace.steps:
+            if isinstance(step, Guard):
+                now = READERS[step.kind](values[step.slot])
+                if now != step.value:
+                    changed.append(f"{step.kind} read {step.value!r} when traced, {now!r} now")
+                continue
+            args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+            outs = step.function.apply(*args)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            for slot, out in zip(step.outputs, outs):
+                if slot is not None:
+                    values[slot] = out
+    if changed:
+        raise GuardFailed("; ".join(changed))
+    return tuple(values[slot] for slot in trace.outputs)
+""",
+            "runs the ops after a failed guard (the wrong branch's ops) before raising",
+        ),
     ],
     "ex5_replay_with_gradients": [
         WrongAnswer(
@@ -374,6 +501,52 @@ def input_mismatch(trace, *inputs):
             _gradients(propagate="out.requires_grad"),
             "intermediate results are not marked as needing gradients",
         ),
+        WrongAnswer(
+            "in_place_accumulation",
+            _gradients(
+                accumulate="if slot in grads:\n"
+                "                    grads[slot] += grad\n"
+                "                else:\n"
+                "                    grads[slot] = grad"
+            ),
+            "+= adds into a tensor that backward may have passed on as it got it: grad_output",
+        ),
+        WrongAnswer(
+            "engine_backward",
+            """\
+def replay_with_gradients(trace, inputs, grad_output):
+    values = dict(trace.captured)
+    values.update(zip(trace.inputs, inputs))
+    for step in trace.steps:
+        if isinstance(step, Guard):
+            continue
+        args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+        outs = step.function.apply(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        for slot, out in zip(step.outputs, outs):
+            if slot is not None:
+                values[slot] = out
+    (out_slot,) = trace.outputs
+    leaves = [s for s in [*trace.inputs, *trace.captured] if values[s].requires_grad]
+    found = minitorch.autograd.grad(
+        values[out_slot], [values[s] for s in leaves], grad_output, allow_unused=True
+    )
+    grads = {s: g for s, g in zip(leaves, found) if g is not None}
+    return values[out_slot].detach(), grads
+""",
+            "records a graph and runs minitorch's engine: not the trace's own backward program",
+        ),
+        WrongAnswer(
+            "recursive_backward",
+            _PER_PATH.format(walk=_RECURSIVE),
+            "recursion: deep traces overflow the stack, diamonds take exponential time",
+        ),  # fmt: skip
+        WrongAnswer(
+            "paths_enumerated",
+            _PER_PATH.format(walk=_STACK),
+            "each path from the "
+            "output followed separately: exponential time on a chain of diamonds",
+        ),  # fmt: skip
     ],
     "ex6_cached": [
         WrongAnswer(
@@ -398,6 +571,24 @@ def input_mismatch(trace, *inputs):
             "error_beyond_limit",
             _cached(beyond='                raise RuntimeError("too many traces")'),
             "refuses instead of running eagerly",
+        ),
+        WrongAnswer(
+            "limit_off_by_one",
+            _cached().replace("len(cache) >= limit", "len(cache) > limit"),
+            "keeps limit + 1 traces",
+        ),
+        WrongAnswer(
+            "numel_in_signature",
+            _cached(signature="tuple((t.numel(), t.dtype) for t in inputs)"),
+            "a [2, 3] and a [3, 2] input share one trace",
+        ),
+        WrongAnswer(
+            "traces_every_call",
+            _cached().replace(
+                "            cache[signature] = tracer(fn, *inputs)\n",
+                "            pass\n        cache[signature] = tracer(fn, *inputs)\n",
+            ),
+            "traces again on every call: the cost a cache should save",
         ),
     ],
     "ex7_replay_speedup": [
@@ -520,6 +711,23 @@ def replay(trace, *inputs):
 """,
             "a list of values, no_grad around each op",
         ),
+        WrongAnswer(
+            "no_grad_decorator",
+            """\
+@minitorch.no_grad()
+def replay(trace, *inputs):
+    values = {**trace.captured, **dict(zip(trace.inputs, inputs))}
+    for step in trace.steps:
+        if isinstance(step, Step):
+            args = [values[a.index] if isinstance(a, Slot) else a for a in step.args]
+            result = step.function.apply(*args)
+            for slot, value in zip(step.outputs, result if isinstance(result, tuple) else [result]):
+                if slot is not None:
+                    values[slot] = value
+    return tuple(map(values.__getitem__, trace.outputs))
+""",
+            "no_grad as a decorator, a dict built by unpacking",
+        ),
     ],
     "ex3_input_mismatch": [
         WrongAnswer(
@@ -536,6 +744,48 @@ def input_mismatch(trace, *inputs):
             return f"input {i} has shape {tuple(t.shape)}; traced with {tuple(shape)}"
 """,
             "dtype checked first, falls off the end to return None",
+        ),
+        WrongAnswer(
+            "one_message_for_both",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return "the number of inputs differs"
+    for i, (t, meta) in enumerate(zip(inputs, trace.input_meta)):
+        if (tuple(t.shape), t.dtype) != (tuple(meta[0]), meta[1]):
+            return f"input {i}: shape or dtype differs ({list(t.shape)}, {t.dtype})"
+    return None
+""",
+            "one message that names both shape and dtype",
+        ),
+    ],
+    "ex4_replay_guarded": [
+        WrongAnswer(
+            "guard_check_in_a_helper",
+            """\
+def check(guard, values):
+    now = READERS[guard.kind](values[guard.slot])
+    if now != guard.value:
+        raise GuardFailed(f"{guard.kind}() of slot {guard.slot}: {guard.value!r} then, {now!r} now")
+
+
+def replay_guarded(trace, *inputs):
+    values = dict(trace.captured)
+    for slot, t in zip(trace.inputs, inputs):
+        values[slot] = t
+    with minitorch.no_grad():
+        for step in trace.steps:
+            if not isinstance(step, Step):
+                check(step, values)
+                continue
+            result = step.function.apply(
+                *(values[a.index] if isinstance(a, Slot) else a for a in step.args)
+            )
+            result = result if isinstance(result, tuple) else (result,)
+            values.update((s, r) for s, r in zip(step.outputs, result) if s is not None)
+    return tuple(values[s] for s in trace.outputs)
+""",
+            "the guard check in a helper, values.update with a generator",
         ),
     ],
     "ex5_replay_with_gradients": [
@@ -575,6 +825,15 @@ def replay_with_gradients(trace, inputs, grad_output):
 """,
             "lists of gradients summed when used",
         ),
+        WrongAnswer(
+            "backward_without_graph",
+            _gradients().replace(
+                "        results = step.function.backward(ctx, *out_grads)\n",
+                "        with minitorch.no_grad():\n"
+                "            results = step.function.backward(ctx, *out_grads)\n",
+            ),
+            "the backward formulas run under no_grad (as the engine runs them)",
+        ),
     ],
     "ex6_cached": [
         WrongAnswer(
@@ -604,6 +863,13 @@ def cached(fn, limit=3, tracer=None, replayer=None):
 """,
             "a callable object",
         ),
+        WrongAnswer(
+            "size_objects_as_keys",
+            _cached(signature="tuple((t.shape, t.dtype) for t in inputs)")
+            .replace("    cache = {}\n", "    cache = collections.OrderedDict()\n")
+            .replace("def cached(", "import collections\n\n\ndef cached(", 1),
+            "torch.Size keys in an OrderedDict",
+        ),
     ],
     "ex7_replay_speedup": [
         WrongAnswer(
@@ -620,6 +886,25 @@ def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
     return eager / replayed
 """,
             "timeit instead of perf_counter",
+        ),
+        WrongAnswer(
+            "nanoseconds",
+            """\
+def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
+    recorded = (tracer or trace)(fn, *inputs)
+    run_replay = replayer or replay
+    eager, replayed = [], []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        fn(*inputs)
+        eager.append(time.perf_counter_ns() - start)
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        run_replay(recorded, *inputs)
+        replayed.append(time.perf_counter_ns() - start)
+    return min(eager) / min(replayed)
+""",
+            "perf_counter_ns, loops written out",
         ),
     ],
 }

@@ -1,0 +1,123 @@
+"""Run one submitted notebook inside a grading sandbox; print the result as JSON on stdout.
+
+    python run_notebook.py NOTEBOOK.ipynb CELL_TIMEOUT_SECONDS
+
+This file is copied into every sandbox (solutions/instructor/sandbox.py) and imports nothing of
+the course. It executes every cell in order with nbclient, errors allowed. A cell that kills the
+kernel (os._exit, a crash, the memory limit) is replaced by a cell that raises, and the notebook
+is run again in a fresh kernel, so only what depends on that cell is lost. It prints one JSON
+object per line as it goes, so that a run stopped by the time budget is graded with what finished:
+{"cell": index, "outputs": [...], "observations": "lines the hidden tests appended"},
+{"restart": index} when that cell killed the kernel, and {"done": true, "problem": ...} at the end.
+
+Student code cannot reach what this process prints: the kernel and everything it starts write to
+/dev/null, and this process is made non-dumpable, so its /proc entries (its file descriptors,
+its memory) are closed to processes of the same user.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+MAX_CRASHES = 3
+MAX_OUTPUT_CHARS = 20_000  # per output: feedback shows a cell's start, never megabytes
+PR_SET_DUMPABLE = 4
+CRASHED_CELL_NOTE = "The kernel died while running this cell"
+CRASHED_CELL_SOURCE = (
+    f"# {CRASHED_CELL_NOTE} during grading (os._exit, a crash, or\n"
+    "# running out of memory), so it was skipped and the rest of the notebook graded.\n"
+    'raise RuntimeError("the kernel died while running this cell")\n'
+)
+KERNEL_ARGUMENTS = [
+    "--HistoryManager.hist_file=:memory:",
+    "--IPKernelApp.log_level=ERROR",
+    # Plain tracebacks show only the failing line, not the lines around it.
+    "--InteractiveShell.xmode=Plain",
+]
+
+
+def _trimmed(output: dict) -> dict:
+    for key in ("text", "traceback"):
+        value = output.get(key)
+        if isinstance(value, str) and len(value) > MAX_OUTPUT_CHARS:
+            output[key] = value[:MAX_OUTPUT_CHARS] + "\n... (output cut by the grader)\n"
+        if isinstance(value, list):
+            output[key] = [line[:MAX_OUTPUT_CHARS] for line in value[:200]]
+    for mime, value in list(output.get("data", {}).items()):
+        if isinstance(value, str) and len(value) > MAX_OUTPUT_CHARS * 50:
+            output["data"][mime] = "(output too large, cut by the grader)"
+    return output
+
+
+def emit(event: dict) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+class Observations:
+    """Reads what the hidden tests append to $COURSE_OBSERVATIONS, a cell at a time."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset = path, 0
+
+    def new(self) -> str:
+        try:
+            with open(self.path) as file:
+                file.seek(self.offset)
+                text = file.read(16 * 2**20)
+                self.offset = file.tell()
+                return text
+        except OSError:
+            return ""
+
+
+def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations) -> None:
+    """Execute `nb`, emitting each cell's outputs; re-run after a cell that kills the kernel."""
+    for _ in range(MAX_CRASHES + 1):
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            kernel_name="python3",
+            extra_arguments=KERNEL_ARGUMENTS,
+        )
+        running = None
+        try:
+            with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+                for index, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    running = index
+                    cell.outputs = []
+                    client.execute_cell(cell, index)
+                    outputs = [_trimmed(dict(output)) for output in cell.outputs]
+                    emit({"cell": index, "outputs": outputs, "observations": observations.new()})
+            emit({"done": True, "problem": None})
+            return
+        except DeadKernelError:
+            if running is None:
+                break
+            emit({"restart": running})
+            nb.cells[running].source = CRASHED_CELL_SOURCE
+            observations.new()  # what the dead run observed is dropped with its outputs
+    emit({"done": True, "problem": f"the kernel died {MAX_CRASHES + 1} times"})
+
+
+def main() -> None:
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    path, timeout = sys.argv[1], int(sys.argv[2])
+    nb = nbformat.read(path, as_version=4)
+    run(nb, timeout, Observations(os.environ.get("COURSE_OBSERVATIONS", "")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""Run one submission in a sandbox: bubblewrap for what it sees, cgroups for what it may use.
+
+NOTE [Grading sandbox]
+Every submitted notebook is hostile code. `run_submission` executes it, hidden tests included, in
+a bubblewrap sandbox (Debian's `bwrap`) that
+- sees a read-only system (/usr, /etc, the Python installation) and a read-only copy of just the
+  kernel half of the project (`project_copy`: minitorch, solutions/grading.py, the assignment's
+  grade.py, the notebook source reduced to its locked cells): no reference, judge, wrong answers,
+  gradebook, other submissions, instructor home or environment;
+- has no network, a fresh pid namespace (when it ends, every process it started dies), and a
+  private writable home on a tmpfs of bounded size that vanishes with it;
+- runs as an unprivileged user (nobody) even when grading runs as root;
+- lives in its own memory and pids cgroups when grading runs as root (limits for the whole
+  process tree, and the peak memory for the instructor's table), under one wall-clock budget for
+  the whole submission, crash re-runs included.
+Only this process (the parent) reads the result, and only as data: each cell's outputs and the
+hidden tests' observations, streamed by run_notebook.py as JSON lines and capped in size. The
+verdicts are decided from it in solutions/instructor/verdicts.py, and the gradebook is written by
+nbgrader in the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from solutions.reference_cells import without_answers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNNER = Path(__file__).with_name("run_notebook.py")
+CGROUPS = Path("/sys/fs/cgroup")
+NOBODY = 65534
+HOME = "/home/student"
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or does not work here."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. The wall-clock budget covers every re-run."""
+
+    wall_seconds: float = 300.0
+    cell_seconds: int = 60
+    memory_bytes: int = 3 * 2**30
+    processes: int = 128
+    disk_bytes: int = 256 * 2**20
+    result_bytes: int = 64 * 2**20
+
+
+@dataclass
+class Execution:
+    """What came back from one sandboxed run: outputs per cell index, the hidden tests'
+    observation lines, and flags for the instructor's table."""
+
+    outputs: dict[int, list] = field(default_factory=dict)
+    observations: str = ""
+    crashed: list[int] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    memory_peak_bytes: int | None = None
+    finished: bool = False
+
+
+def kernel_files(assignment: str) -> dict[str, Path | str]:
+    """The files of the project a sandbox of `assignment` holds: {relative path: source file or
+    text}. An allowlist: anything not named here is not there."""
+    files: dict[str, Path | str] = {}
+    for path in sorted((REPO_ROOT / "minitorch").rglob("*.py")):
+        files[str(path.relative_to(REPO_ROOT))] = path
+    for name in ("solutions/__init__.py", "solutions/grading.py", "solutions/reference_cells.py"):
+        files[name] = REPO_ROOT / name
+    files["run_notebook.py"] = RUNNER
+    package = REPO_ROOT / "solutions" / assignment
+    if not (package / "grade.py").is_file():  # a course of plain hidden asserts
+        return files
+    files[f"solutions/{assignment}/__init__.py"] = package / "__init__.py"
+    files[f"solutions/{assignment}/grade.py"] = package / "grade.py"
+    files[f"course/notebooks/{assignment}.py"] = without_answers(assignment)
+    return files
+
+
+def verdict_in_kernel(assignment: str) -> bool:
+    """True while an assignment's grade.py still has graders of the older, in-kernel form (they
+    need the reference in the sandbox: the table flags such results)."""
+    grade = REPO_ROOT / "solutions" / assignment / "grade.py"
+    return grade.is_file() and "@grader(" in grade.read_text()
+
+
+def project_copy(destination: Path, assignment: str) -> Path:
+    """Write the sandbox's read-only project (see `kernel_files`) into `destination`."""
+    files = kernel_files(assignment)
+    if verdict_in_kernel(assignment):
+        package = REPO_ROOT / "solutions" / assignment
+        files[f"solutions/{assignment}/reference.py"] = package / "reference.py"
+        files[f"course/notebooks/{assignment}.py"] = (
+            REPO_ROOT / "course/notebooks" / f"{assignment}.py"
+        )
+    for relative, source in files.items():
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(source, Path):
+            shutil.copyfile(source, target)
+        else:
+            target.write_text(source)
+    for path in [destination, *destination.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return destination
+
+
+def bwrap_available() -> str | None:
+    """None when bubblewrap runs here, else why not (for the refusal message)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap"
+    probe = subprocess.run(
+        [*_bwrap_prefix(Path("/"), Path("/")), "true"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        return f"bubblewrap does not work here: {probe.stderr.strip()}"
+    return None
+
+
+def _python_roots() -> list[str]:
+    return sorted({sys.base_prefix, sys.prefix} - {"/usr"})
+
+
+def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) -> list[str]:
+    """bwrap's arguments: what the sandbox sees, before the command it runs."""
+    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid"]
+    args += ["--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() != 0:
+        args += ["--unshare-user", "--disable-userns"]
+    for system in ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"):
+        if os.path.exists(system):
+            args += ["--ro-bind", system, system]
+    for root in _python_roots():
+        # A Python installed in a private home (pyenv under /root): the sandbox user may walk
+        # down to it, and sees nothing else of that home.
+        for parent in reversed(Path(root).parents[:-1]):
+            args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", root, root]
+    args += ["--ro-bind", str(project), "/project", "--ro-bind", str(submission), "/submission"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    for scratch in ("/tmp", HOME):  # private, bounded, gone with the sandbox
+        args += ["--perms", "01777", "--size", str(limits.disk_bytes), "--tmpfs", scratch]
+    args += ["--chdir", HOME]
+    env = {
+        "HOME": HOME,
+        "PATH": os.pathsep.join([*(f"{r}/bin" for r in _python_roots()), "/usr/bin", "/bin"]),
+        "PYTHONPATH": "/project",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{HOME}/.matplotlib",
+        "JUPYTER_RUNTIME_DIR": f"{HOME}/.jupyter-runtime",
+        "IPYTHONDIR": f"{HOME}/.ipython",
+        "COURSE_OBSERVATIONS": f"{HOME}/.observations.jsonl",
+        "OMP_NUM_THREADS": "1",
+    }
+    args += ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    if os.geteuid() == 0:  # bwrap keeps root's identity without a user namespace: drop it
+        args += ["--"]
+        args += [
+            "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+        ]  # fmt: skip
+    return args
+
+
+class _Cgroup:
+    """A memory + pids cgroup (v1) for one sandbox; only when running as root."""
+
+    def __init__(self, limits: Limits) -> None:
+        name = f"course-grading-{uuid.uuid4().hex[:12]}"
+        self.memory = CGROUPS / "memory" / name
+        self.pids = CGROUPS / "pids" / name
+        self.memory.mkdir()
+        self.pids.mkdir()
+        (self.memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+        (self.pids / "pids.max").write_text(str(limits.processes))
+
+    @staticmethod
+    def usable() -> bool:
+        return (
+            os.geteuid() == 0
+            and os.access(CGROUPS / "memory", os.W_OK)
+            and (CGROUPS / "pids").is_dir()
+        )
+
+    def join(self) -> None:  # runs in the child between fork and exec
+        pid = str(os.getpid())
+        (self.memory / "cgroup.procs").write_text(pid)
+        (self.pids / "cgroup.procs").write_text(pid)
+
+    def kill_all(self) -> None:
+        for _ in range(100):
+            pids = (self.pids / "cgroup.procs").read_text().split()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+
+    def report(self) -> tuple[int, list[str]]:
+        peak = int((self.memory / "memory.max_usage_in_bytes").read_text())
+        flags = []
+        if int((self.memory / "memory.failcnt").read_text()):
+            flags.append("hit the memory limit")
+        events = (self.pids / "pids.events").read_text().split()
+        if len(events) == 2 and int(events[1]):
+            flags.append("hit the process limit")
+        return peak, flags
+
+    def remove(self) -> None:
+        for group in (self.memory, self.pids):
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def run_submission(
+    notebook: Path, assignment: str, limits: Limits = Limits(), sandboxed: bool = True
+) -> Execution:
+    """Execute `notebook` (hidden tests included) in a sandbox, within `limits`.
+
+    `sandboxed=False` runs the same runner without bubblewrap (the instructor's --no-sandbox):
+    same limits where the cgroups allow, but the notebook sees the whole machine."""
+    execution = Execution()
+    with tempfile.TemporaryDirectory(prefix="course-grading-") as scratch:
+        scratch = Path(scratch)
+        project = project_copy(scratch / "project", assignment)
+        submission = scratch / "submission"
+        submission.mkdir()
+        shutil.copyfile(notebook, submission / "notebook.ipynb")
+        for path in (scratch, submission, submission / "notebook.ipynb"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        runner = [sys.executable, "/project/run_notebook.py", "/submission/notebook.ipynb"]
+        runner.append(str(limits.cell_seconds))
+        if sandboxed:
+            command = [*_bwrap_prefix(project, submission, limits), *runner]
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        else:
+            home = scratch / "home"
+            home.mkdir()
+            command = [sys.executable, str(project / "run_notebook.py"), *runner[2:]]
+            command[2] = str(submission / "notebook.ipynb")
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(project),
+                "COURSE_OBSERVATIONS": str(home / ".observations.jsonl"),
+                "MPLBACKEND": "Agg",
+            }
+        _run(command, env, limits, execution, cwd=scratch)
+    return execution
+
+
+def _run(command: list[str], env: dict, limits: Limits, execution: Execution, cwd: Path) -> None:
+    cgroup = _Cgroup(limits) if _Cgroup.usable() else None
+    if cgroup is None:
+        execution.flags.append("no cgroup limits (not root)")
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        preexec_fn=cgroup.join if cgroup else None,
+        start_new_session=True,
+    )
+    reader = threading.Thread(target=_read_events, args=(process, limits, execution), daemon=True)
+    reader.start()
+    reader.join(limits.wall_seconds)
+    if reader.is_alive():
+        execution.flags.append(f"stopped at the {limits.wall_seconds:.0f} s budget")
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if cgroup is not None:
+        cgroup.kill_all()
+    process.wait()
+    reader.join(5)
+    execution.seconds = time.perf_counter() - start
+    if cgroup is not None:
+        execution.memory_peak_bytes, flags = cgroup.report()
+        execution.flags.extend(flags)
+        cgroup.remove()
+    if not execution.finished and not any("budget" in f for f in execution.flags):
+        execution.flags.append("the sandbox stopped early")
+
+
+def _read_events(process: subprocess.Popen, limits: Limits, execution: Execution) -> None:
+    """Read the runner's JSON lines into `execution`, at most `limits.result_bytes`."""
+    received = 0
+    for line in process.stdout:
+        received += len(line)
+        if received > limits.result_bytes:
+            execution.flags.append("sent more than the result limit")
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if "restart" in event:
+            execution.crashed.append(event["restart"])
+            execution.outputs.clear()
+            execution.observations = ""
+        elif "cell" in event and isinstance(event.get("outputs"), list):
+            execution.outputs[int(event["cell"])] = event["outputs"]
+            if isinstance(event.get("observations"), str):
+                execution.observations += event["observations"]
+        elif event.get("done"):
+            execution.finished = True
+            if event.get("problem"):
+                execution.flags.append(str(event["problem"]))

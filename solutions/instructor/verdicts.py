@@ -1,0 +1,247 @@
+"""Autograde in the grading process: run the notebook in a sandbox, then judge its observations.
+
+`SandboxedAutograde` is the execute step of nbgrader's autograde (course/nbgrader_config.py). It
+gets the submission with nbgrader's test cells restored and
+1. moves each test cell's hidden block into a cell of its own right after it (`prepare`), so that
+   the hidden test runs even when the visible tests above it fail, and its outputs are never shown;
+2. runs that notebook in the sandbox (solutions/instructor/sandbox.py), or takes the result a
+   parallel run already left in the cache for exactly this notebook;
+3. copies each cell's outputs back, and gives every test cell the outputs that decide its score,
+   written here from the parent's verdict (solutions/judging.py): an error for no points, a
+   number for partial credit, nothing more for full marks. Whatever the student's code printed in
+   a test cell is kept as text above it, errors of visible tests included: they help the student
+   and decide nothing. nbgrader's SaveAutoGrades then records these scores.
+A report per submission (time, memory peak, flags) goes next to nbgrader's log for `report`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import json
+import re
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool, Float, Integer, Unicode
+
+from solutions.grading import HiddenTest
+from solutions.instructor.sandbox import Execution, Limits, run_submission, verdict_in_kernel
+from solutions.judging import Verdict, verdict
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
+HIDDEN_CALL = re.compile(r"^grade\.(\w+)\(", re.MULTILINE)
+HIDDEN_OF = "hidden_test_of"
+
+
+def prepare(nb: NotebookNode) -> NotebookNode:
+    """A copy of `nb` with each test cell's hidden block moved into its own cell after it."""
+    prepared = copy.deepcopy(nb)
+    cells = []
+    for index, cell in enumerate(prepared.cells):
+        cell.outputs = [] if cell.cell_type == "code" else cell.get("outputs")
+        if cell.cell_type == "code":
+            cell.execution_count = None
+        cells.append(cell)
+        hidden = HIDDEN_BLOCK.search(cell.source) if cell.cell_type == "code" else None
+        if hidden:
+            cell.source = HIDDEN_BLOCK.sub("", cell.source)
+            probe = nbformat.v4.new_code_cell(hidden.group(1))
+            probe.metadata["course"] = {HIDDEN_OF: index}
+            probe.id = f"hidden-test-{index}"  # the same notebook always has the same digest
+            cells.append(probe)
+    prepared.cells = cells
+    return prepared
+
+
+def digest(nb: NotebookNode) -> str:
+    """The cache key of a prepared notebook."""
+    return hashlib.sha256(nbformat.writes(nb).encode()).hexdigest()
+
+
+def hidden_tests(assignment: str, source: str) -> list[HiddenTest] | None:
+    """The hidden tests a test cell calls (`grade.<name>(...)` lines of its hidden block), or
+    None when its verdict can only be read from the kernel: plain asserts, or graders of the
+    older in-kernel form (the report flags those)."""
+    block = HIDDEN_BLOCK.search(source)
+    names = HIDDEN_CALL.findall(block.group(1)) if block else []
+    if not names or verdict_in_kernel(assignment):
+        return None
+    grade = importlib.import_module(f"solutions.{assignment}.grade")
+    tests = [getattr(grade, name, None) for name in names]
+    return tests if all(isinstance(t, HiddenTest) for t in tests) else None
+
+
+def read_observations(text: str) -> dict[str, list]:
+    """{test name: [data of each observation]}, from the JSON lines the hidden tests appended."""
+    found: dict[str, list] = {}
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("test"), str):
+            found.setdefault(record["test"], []).append(record.get("data"))
+    return found
+
+
+def _why_not_observed(outputs: list) -> str:
+    for output in outputs:
+        if output.get("output_type") == "error":
+            return f"the hidden test stopped with {output.get('ename')}: {output.get('evalue')}"
+    return "the hidden test did not run (the kernel died or the time budget ran out)"
+
+
+def _kernel_verdict(outputs: list) -> Verdict:
+    """The verdict an older, in-kernel grader reported in its cell (flagged in the report)."""
+    for output in outputs:
+        if output.get("output_type") == "error":
+            return Verdict(True, None, f"{output.get('ename')}: {output.get('evalue')}")
+    for output in outputs:
+        if output.get("output_type") == "execute_result":
+            try:
+                return Verdict(False, float(output["data"]["text/plain"]))
+            except (KeyError, ValueError):
+                pass
+    return Verdict(False)
+
+
+def judge_cell(test: HiddenTest, observations: dict, probe_outputs: list) -> Verdict:
+    """The verdict of one hidden test from what the sandbox observed."""
+    data = observations.get(test.test, [])
+    if len(data) > 1:
+        return Verdict(True, None, f"{test.name}: the grader's observations were written "
+                       f"{len(data)} times; the notebook must not write them itself.")  # fmt: skip
+    if not data:
+        return Verdict(True, None, f"{test.name}: {_why_not_observed(probe_outputs)}")
+    return verdict(test, data[0])
+
+
+def verdict_outputs(verdicts: list[Verdict], points: float) -> list[NotebookNode]:
+    """The outputs that make nbgrader record the verdicts of one test cell worth `points`."""
+    failed = [v for v in verdicts if v.failed]
+    notes = [v.message for v in verdicts if not v.failed and v.message]
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=n + "\n") for n in notes]
+    if failed:
+        message = "\n".join(v.message for v in failed)
+        outputs.append(
+            nbformat.v4.new_output(
+                "error", ename="AssertionError", evalue=message,
+                traceback=[f"AssertionError: {line}" for line in message.splitlines()],
+            )
+        )  # fmt: skip
+        return outputs
+    partial = [v.points for v in verdicts if v.points is not None]
+    if partial:
+        share = sum(partial) if len(verdicts) == 1 else min(points, sum(partial))
+        outputs.append(
+            nbformat.v4.new_output(
+                "execute_result", data={"text/plain": repr(round(float(share), 2))},
+                execution_count=None,
+            )
+        )  # fmt: skip
+    return outputs
+
+
+def _as_text(outputs: list) -> list[NotebookNode]:
+    """A test cell's own outputs as plain text: a failing visible test is shown, not scored."""
+    kept = []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            kept.append(
+                nbformat.v4.new_output("stream", name="stdout", text=output.get("text", ""))
+            )
+        elif kind == "error":
+            text = f"Visible test: {output.get('ename')}: {output.get('evalue')}\n"
+            kept.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+        elif kind in ("display_data", "execute_result") and "text/plain" in output.get("data", {}):
+            text = output["data"]["text/plain"]
+            kept.append(nbformat.v4.new_output("stream", name="stdout", text=f"{text}\n"))
+    return kept
+
+
+class SandboxedAutograde(NbGraderPreprocessor):
+    """nbgrader's execute step for autograde, sandboxed, with verdicts decided here."""
+
+    sandbox = Bool(True, help="Run each submission in bubblewrap (False: --no-sandbox).").tag(
+        config=True
+    )
+    cache_dir = Unicode("", help="Executions left by a parallel run, by notebook digest.").tag(
+        config=True
+    )
+    report_dir = Unicode("", help="Where each submission's sandbox report is written.").tag(
+        config=True
+    )
+    wall_seconds = Float(Limits.wall_seconds, help="Budget of one submission.").tag(config=True)
+    cell_seconds = Integer(Limits.cell_seconds, help="Budget of one cell.").tag(config=True)
+    memory_bytes = Integer(Limits.memory_bytes, help="Memory of one submission.").tag(config=True)
+
+    def limits(self) -> Limits:
+        return Limits(
+            wall_seconds=self.wall_seconds,
+            cell_seconds=self.cell_seconds,
+            memory_bytes=self.memory_bytes,
+        )
+
+    def execute(self, prepared: NotebookNode, assignment: str) -> Execution:
+        """The sandbox's result for `prepared`, from the cache when a parallel run left it."""
+        key = digest(prepared)
+        cached = Path(self.cache_dir) / f"{key}.json" if self.cache_dir else None
+        if cached is not None and cached.is_file():
+            return Execution(**json.loads(cached.read_text()))
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "notebook.ipynb"
+            nbformat.write(prepared, path)
+            return run_submission(path, assignment, self.limits(), sandboxed=self.sandbox)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        assignment = resources["nbgrader"]["assignment"]
+        prepared = prepare(nb)
+        execution = self.execute(prepared, assignment)
+        outputs = {int(k): v for k, v in execution.outputs.items()}
+        observations = read_observations(execution.observations)
+        original = [
+            i for i, c in enumerate(prepared.cells) if HIDDEN_OF not in c.metadata.get("course", {})
+        ]
+        probes = {
+            c.metadata["course"][HIDDEN_OF]: i
+            for i, c in enumerate(prepared.cells)
+            if HIDDEN_OF in c.metadata.get("course", {})
+        }
+        count = 0
+        for index, (cell, where) in enumerate(zip(nb.cells, original)):
+            if cell.cell_type != "code":
+                continue
+            count += 1
+            cell.execution_count = count
+            cell.outputs = [nbformat.from_dict(o) for o in outputs.get(where, [])]
+            if index not in probes:
+                continue
+            probe_outputs = outputs.get(probes[index], [])
+            tests = hidden_tests(assignment, cell.source)
+            if tests is None:
+                verdicts = [_kernel_verdict(probe_outputs)]
+            else:
+                verdicts = [judge_cell(t, observations, probe_outputs) for t in tests]
+            points = float(cell.metadata.get("nbgrader", {}).get("points", 0))
+            cell.outputs = _as_text(cell.outputs) + verdict_outputs(verdicts, points)
+        self._report(resources, execution)
+        return nb, resources
+
+    def _report(self, resources: dict, execution: Execution) -> None:
+        if not self.report_dir:
+            return
+        info = resources["nbgrader"]
+        report = {key: value for key, value in asdict(execution).items() if key != "outputs"}
+        report.pop("observations")
+        report["sandboxed"] = self.sandbox
+        report["verdict_in_kernel"] = verdict_in_kernel(info["assignment"])
+        folder = Path(self.report_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{info['student']}.{info['notebook']}.json").write_text(json.dumps(report))

@@ -1,0 +1,225 @@
+"""Notebook 5 ("static_vs_dynamic"): what its graders check beyond what every assignment's graders
+check (tests/test_graders_common.py): specific feedback for specific mistakes, the stand-ins that
+replace earlier exercises, and the kernel half's independence from the reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from course_notebooks import course_notebook
+
+import minitorch
+from solutions.grading import Failure, HiddenTest
+from solutions.static_vs_dynamic import grade, judge, reference
+
+NB = course_notebook("static_vs_dynamic")
+
+# The feedback each wrong answer must get: the mistake named, not just "wrong".
+EXPECTED_FEEDBACK = {
+    ("ex1_trace", "captured_by_value"): "by reference",
+    ("ex1_trace", "outputs_numbered_first"): "captured slots",
+    ("ex1_trace", "reads_ignored"): "every read a Guard",
+    ("ex1_trace", "single_output_only"): "outputs [2], expected [2, 4]",
+    ("ex2_replay", "captured_forgotten"): "KeyError",
+    ("ex2_replay", "graph_recorded"): "minitorch.no_grad()",
+    ("ex2_replay", "first_output_only"): "returned 1 outputs, expected 2",
+    ("ex2_replay", "guards_not_skipped"): "AttributeError",
+    ("ex2_replay", "trace_captured_mutated"): "changed the trace",
+    ("ex2_replay", "graph_detached_afterwards"): "recorded a graph",
+    ("ex3_input_mismatch", "numel_not_shape"): "a transposed first input",
+    ("ex3_input_mismatch", "dtype_ignored"): "a float32 second input",
+    ("ex3_input_mismatch", "count_not_checked"): "one input instead of two",
+    ("ex3_input_mismatch", "bool_instead_of_message"): "must give None",
+    ("ex3_input_mismatch", "size_one_dims_ignored"): "an extra dimension of size 1",
+    ("ex4_replay_guarded", "guards_skipped"): "returned without an error",
+    ("ex4_replay_guarded", "reads_the_guard_itself"): "every read gives the traced value",
+    ("ex4_replay_guarded", "wrong_exception"): "raise GuardFailed, not ValueError",
+    ("ex4_replay_guarded", "bool_guards_only"): "an int() read that changed",
+    ("ex4_replay_guarded", "tolerant_guards"): "changed by 1e-10",
+    ("ex4_replay_guarded", "guards_checked_at_the_end"): "after the failed guard ran",
+    ("ex5_replay_with_gradients", "fan_out_overwritten"): "the gradient of slot",
+    ("ex5_replay_with_gradients", "forward_order"): "gradients for slots []",
+    ("ex5_replay_with_gradients", "inputs_only"): "gradients for slots ['0']",
+    ("ex5_replay_with_gradients", "needs_not_propagated"): "gradients for slots []",
+    ("ex5_replay_with_gradients", "in_place_accumulation"): "grad_output was changed in place",
+    ("ex5_replay_with_gradients", "engine_backward"): "backward engine (autograd.grad())",
+    ("ex5_replay_with_gradients", "recursive_backward"): "RecursionError",
+    ("ex5_replay_with_gradients", "paths_enumerated"): "exponential time",
+    ("ex6_cached", "dtype_not_in_signature"): "should make",
+    ("ex6_cached", "no_limit"): "grew beyond the limit",
+    ("ex6_cached", "warns_every_time"): "warn once",
+    ("ex6_cached", "error_beyond_limit"): "raised RuntimeError",
+    ("ex6_cached", "limit_off_by_one"): "grew beyond the limit",
+    ("ex6_cached", "numel_in_signature"): "should make",
+    ("ex6_cached", "traces_every_call"): "trace once per signature",
+    ("ex7_replay_speedup", "tracing_timed"): "trace it once",
+    ("ex7_replay_speedup", "inverted"): "return eager time / replay time",
+    ("ex7_replay_speedup", "eager_without_graph"): "graph recorded as usual",
+    ("ex8_predict_tracing", "all_true"): "5 of 10 right",
+    ("ex8_predict_tracing", "shapes_are_constants"): "wrong: 'd'",
+    ("ex8_predict_tracing", "len_is_recorded"): "wrong: 'e', 'k'",
+}
+
+WRONG = [(gid, wrong) for gid, wrongs in NB.wrong_answers.items() for wrong in wrongs]
+GRADE_PY = Path(inspect.getfile(grade))
+
+
+def test_every_wrong_answer_has_expected_feedback() -> None:
+    assert set(EXPECTED_FEEDBACK) == {(gid, w.name) for gid, w in WRONG}
+
+
+@pytest.mark.parametrize(("grade_id", "wrong"), WRONG, ids=[f"{g}-{w.name}" for g, w in WRONG])
+def test_wrong_answer_gets_its_expected_feedback(grade_id: str, wrong: Any) -> None:
+    points, message = NB.score(grade_id, wrong.source, seed=5)
+    assert points < NB.points(grade_id)
+    expected = EXPECTED_FEEDBACK[(grade_id, wrong.name)]
+    assert expected in message, f"expected {expected!r} in the feedback: {message}"
+
+
+def test_the_kernel_half_never_imports_the_reference() -> None:
+    """grade.py runs in a sandbox without reference.py, judge.py and wrong_answers.py."""
+    imported = set()
+    for node in ast.walk(ast.parse(GRADE_PY.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    forbidden = ("reference", "judge", "wrong_answers")
+    assert not [m for m in imported if m.split(".")[-1] in forbidden], imported
+    assert "grader(" not in GRADE_PY.read_text() and "with_globals" not in GRADE_PY.read_text()
+
+
+@pytest.mark.parametrize("seed", [3, 99, 1234])
+def test_stand_in_traces_are_the_notebooks_traces(seed: int) -> None:
+    """The traces exercises 2-5 get (minitorch's forward record, in the notebook's format) are
+    what the notebook's own `trace` makes of the same calls."""
+    gen = torch.Generator().manual_seed(seed)
+    calls = [(c.fn, c.make_inputs(gen), c.params) for c in grade._cases(seed, grads=True)]
+    calls += [
+        (grade._multi_output, [grade._randn(gen, 3)], []),
+        (grade._branches, [grade._branch_inputs(gen, 1.0)], []),
+        (grade._branches, [grade._branch_inputs(gen, -1.0)], []),
+        (grade._scaled_by_sum, [grade._branch_inputs(gen, 1.0)], []),
+        (grade._own_output_fan_out, [grade._randn(gen, 4, requires_grad=True)], []),
+        (grade._deep_chain, [grade._randn(gen, 3, requires_grad=True)], []),
+        (grade._diamonds, [grade._randn(gen, 3, requires_grad=True)], []),
+    ]
+    ns = vars(reference)
+    for fn, inputs, params in calls:
+        stand_in = grade._library_trace(fn, inputs, ns)
+        assert isinstance(stand_in, reference.Trace)
+        want = grade._describe_trace(reference.trace(fn, *inputs), params, ns)
+        assert grade._describe_trace(stand_in, params, ns) == want, fn.__name__
+        assert stand_in.captured.keys() == reference.trace(fn, *inputs).captured.keys()
+
+
+def hidden_tests() -> list[HiddenTest]:
+    return [t for t in vars(grade).values() if isinstance(t, HiddenTest)]
+
+
+def test_every_exercise_is_a_hidden_test() -> None:
+    names = {t.test for t in hidden_tests()}
+    assert names == {NB.graded_object[gid][0] for gid in NB.exercises}
+
+
+@pytest.mark.parametrize("name", ["trace", "replay", "input_mismatch", "cached", "predict_tracing"])
+def test_observations_are_plain_json(name: str) -> None:
+    """What the kernel half sends survives JSON unchanged, and is the same on every run."""
+    test = getattr(grade, name)
+    gid = next(g for g in NB.exercises if NB.graded_object[g][0] == name)
+    answer = NB.namespace[NB.graded_object[gid][1]]
+    data = test.observe(answer, seed=11)
+    assert json.loads(json.dumps(data)) == data
+    assert test.observe(answer, seed=11) == data
+
+
+def test_objects_that_equal_everything_earn_nothing() -> None:
+    """A replay returning objects whose __eq__ is always true is compared as what it is."""
+    source = """\
+class Anything:
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def replay(trace, *inputs):
+    return tuple(Anything() for _ in trace.outputs)
+"""
+    points, message = NB.score("ex2_replay", source)
+    assert points == 0 and "differs from eager" in message
+
+
+def test_a_guard_failure_raised_as_a_subclass_counts() -> None:
+    source = (
+        NB.cell("ex4_replay_guarded")
+        .source.replace(
+            "def replay_guarded(", "class Changed(GuardFailed):\n    pass\n\n\ndef replay_guarded("
+        )
+        .replace("raise GuardFailed(", "raise Changed(")
+    )
+    assert NB.score("ex4_replay_guarded", source) == (NB.points("ex4_replay_guarded"), "")
+
+
+def test_an_exponential_backward_is_stopped_at_the_time_bound() -> None:
+    (wrong,) = [
+        w for w in NB.wrong_answers["ex5_replay_with_gradients"] if w.name == "paths_enumerated"
+    ]
+    start = time.perf_counter()
+    NB.score("ex5_replay_with_gradients", wrong.source)
+    assert time.perf_counter() - start < 10 * grade.TIME_BOUND + 20
+
+
+def test_prediction_truth_matches_the_notebook() -> None:
+    """Exercise 8's truth, the notebook's answer, and the points of its test cell agree."""
+    snippets = reference.SNIPPETS
+    assert {k: judge.traces_correctly(code) for k, code in snippets.items()} == (
+        reference.predict_tracing()
+    )
+    assert NB.points("ex8_predict_tracing") == judge.PREDICTION_POINTS
+
+
+def test_prediction_partial_credit_and_types() -> None:
+    right = reference.predict_tracing()
+    points, feedback = NB.score(
+        "ex8_predict_tracing", f"def predict_tracing():\n    return { ({**right, 'a': False})!r}"
+    )
+    assert points == pytest.approx(1.8) and "'a'" in feedback
+    points, feedback = NB.score(
+        "ex8_predict_tracing", f"def predict_tracing():\n    return { ({**right, 'a': 1})!r}"
+    )
+    assert points == 0 and "predict True or False" in feedback
+
+
+def test_speedup_is_judged_on_the_calls_the_answer_made() -> None:
+    """The judge compares the ratio with the grader's own timing of the same calls, and needs
+    no expected data (timings change from run to run)."""
+    observed = {
+        "ratio returned": 1.8,
+        "eager time / replay time, measured on its calls": 1.7,
+        "tracer calls": 1,
+        "eager calls": 20,
+        "eager calls that recorded no graph": 0,
+        "replayer calls": 20,
+    }
+    assert judge.replay_speedup(observed, {}) is None
+    with pytest.raises(Failure, match="far from the grader's own measurement"):
+        judge.replay_speedup({**observed, "ratio returned": 4.0}, {})
+    with pytest.raises(Failure, match="time fn"):
+        judge.replay_speedup({**observed, "replayer calls": 0}, {})
+
+
+def test_no_grad_decorated_answers_are_found_in_their_notebook() -> None:
+    replay = minitorch.no_grad()(NB.namespace["replay"])
+    assert grade.replay(replay, seed=random.Random(0).randrange(99)) is None
