@@ -118,9 +118,15 @@ def verdict(test: HiddenTest, observed: Any, seed: int | None = None) -> Verdict
     for no points."""
     if isinstance(observed, dict) and FAILURE_KEY in observed:
         return Verdict(True, None, f"{test.name}: {observed[FAILURE_KEY]}")
+    reference = expected(test, seed)  # outside the try: a broken reference must stop grading
     try:
-        result = judge_function(test)(observed, expected(test, seed))
+        result = judge_function(test)(observed, reference)
     except Failure as failure:
         return Verdict(True, None, f"{test.name}: {failure}")
+    except Exception as error:  # data the notebook reported in a shape no answer produces
+        return Verdict(
+            True, None, f"{test.name}: what the notebook reported could not be judged "
+            f"({type(error).__name__}: {error}). Check that it follows the exercise's contract.",
+        )  # fmt: skip
     points, note = result if isinstance(result, tuple) else (result, None)
     return Verdict(False, points, f"{test.name}: {note}" if note else None)

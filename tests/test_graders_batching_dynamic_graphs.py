@@ -26,18 +26,27 @@ EXPECTED_FEEDBACK = {
     ("ex2_schedule_by_depth", "signature_only"): "before node",
     ("ex2_schedule_by_depth", "position_in_sample"): "",
     ("ex2_schedule_by_depth", "height_not_depth"): "",
+    ("ex2_schedule_by_depth", "ignores_signature_of"): "signature_of is the same for every node",
     ("ex3_schedule_agenda", "average_over_ready_nodes"): "but the agenda runs",
     ("ex3_schedule_agenda", "matmul_not_deferred"): "but the agenda runs",
     ("ex3_schedule_agenda", "largest_group_first"): "but the agenda runs",
     ("ex3_schedule_agenda", "every_ready_signature_each_round"): "",
+    ("ex3_schedule_agenda", "ties_not_broken"): "but the agenda runs",
+    ("ex3_schedule_agenda", "ties_by_signature_value"): "but the agenda runs",
+    ("ex3_schedule_agenda", "ignores_signature_of"): "signature_of is the same for every node",
     ("ex4_gather", "overwrite_not_add"): "a row gathered twice receives the sum",
     ("ex4_gather", "gather_in_backward"): "",
     ("ex4_gather", "one_hot_not_transposed"): "",
     ("ex4_gather", "first_row_repeated"): "forward gave",
+    ("ex4_gather", "view_for_identity_index"): "shares memory with the source",
+    ("ex4_gather", "buffer_kept_in_ctx"): "after a second backward",
+    ("ex4_gather", "scatter_into_the_source"): "changed its inputs",
+    ("ex4_gather", "float32_one_hot"): "keep the source's dtype",
     ("ex5_batched_forward", "per_sample_loop"): "at most once per height",
     ("ex5_batched_forward", "children_swapped"): "the per-sample model gives",
     ("ex5_batched_forward", "levels_detached"): "the gradient of",
     ("ex5_batched_forward", "first_operator_for_the_level"): "the per-sample model gives",
+    ("ex5_batched_forward", "op_vector_row_per_node"): "not one op per tree node",
     ("ex6_tree_speedup", "inverted"): "return per-sample time / batched time",
     ("ex6_tree_speedup", "one_tree_per_sample"): "your ratio",
     ("ex6_tree_speedup", "check_inside_the_timing"): "your ratio",
@@ -138,3 +147,56 @@ def test_batched_forward_counts_calls_per_height() -> None:
     grade._count_calls(model.cell, calls, "cell")
     reference.batched_forward(model, trees)
     assert calls == {"leaf": 1, "cell": max(t.depth() for t in trees)}
+
+
+def _wrong(grade_id: str, name: str) -> Any:
+    (wrong,) = [w for w in NB.wrong_answers[grade_id] if w.name == name]
+    return NB.answer(grade_id, wrong.source)
+
+
+@pytest.mark.parametrize(
+    ("grade_id", "name", "case"),
+    [
+        ("ex3_schedule_agenda", "ties_not_broken", "a tie: tanh and sigmoid"),
+        ("ex3_schedule_agenda", "ties_by_signature_value", "a tie: tanh and sigmoid"),
+        ("ex3_schedule_agenda", "largest_group_first", "a tie: tanh and sigmoid"),
+        ("ex3_schedule_agenda", "matmul_not_deferred", "a tie: linear W and tanh"),
+        ("ex3_schedule_agenda", "ignores_signature_of", "the same for every node"),
+        ("ex2_schedule_by_depth", "ignores_signature_of", "the same for every node"),
+    ],
+)
+def test_boundary_cases_catch_on_their_own(grade_id: str, name: str, case: str) -> None:
+    """Each boundary graph (ties in the agenda's priority, one signature for every node) tells
+    the mistake it is for from the reference, whatever the random graphs do."""
+    (chosen,) = [c for c in grade.boundary_cases(5) if case in c.name]
+    scheduler = getattr(reference, grade_id.split("_", 1)[1])
+    want = scheduler(chosen.nodes, chosen.signature_of)
+    got = _wrong(grade_id, name)(chosen.nodes, chosen.signature_of)
+    if grade_id == "ex2_schedule_by_depth":
+        assert {frozenset(b) for b in got} != {frozenset(b) for b in want}
+    else:
+        assert [sorted(b) for b in got] != [sorted(b) for b in want]
+
+
+def test_single_node_and_ties_have_the_documented_schedules() -> None:
+    cases = {c.name: c for c in grade.boundary_cases(0)}
+    single = cases["a graph of a single node"]
+    assert reference.schedule_agenda(single.nodes, single.signature_of) == [[0]]
+    ties = next(c for name, c in cases.items() if "tanh and sigmoid" in name)
+    assert reference.schedule_agenda(ties.nodes, ties.signature_of) == [[0, 1, 2], [3], [4, 5]]
+    matmul = next(c for name, c in cases.items() if "linear W and tanh" in name)
+    assert reference.schedule_agenda(matmul.nodes, matmul.signature_of) == [[0, 2], [3], [1]]
+
+
+def test_batched_forward_op_count_does_not_grow_with_the_nodes() -> None:
+    """The cost contract: the reference records a few ops per height whatever the number of
+    trees, and one indexing op per node goes over the judge's limit on the many-trees case."""
+    observed = grade.batched_forward.observe(NB.namespace["batched_forward"], seed=3)
+    for where, seen in observed.items():
+        assert seen["ops recorded"] <= 10 * (seen["height"] + 1), where
+    per_node = grade.batched_forward.observe(
+        _wrong("ex5_batched_forward", "op_vector_row_per_node"), seed=3
+    )
+    many = next(where for where in observed if where.startswith("40 trees"))
+    limit = judge.OPS_FACTOR * observed[many]["ops recorded"] + judge.OPS_SLACK
+    assert per_node[many]["ops recorded"] > limit

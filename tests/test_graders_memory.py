@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import torch
-from course_notebooks import course_notebook
+from course_notebooks import course_notebook, role
 
 import minitorch
 from minitorch import memory
-from solutions.memory import grade
+from solutions.memory import grade, judge
 
 NB = course_notebook("memory")
 
@@ -97,3 +97,77 @@ def test_untyped_storage_is_pytorchs() -> None:
         assert ptrs == {a.untyped_storage().data_ptr()}
         assert all(v.untyped_storage().nbytes() == 160 for v in views)
         assert a.clone().untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+
+
+def test_segment_cases_cover_both_ends_and_ties() -> None:
+    """Exercise 5's cases tell apart answers that skip an end of the search range or break ties
+    toward more segments: some case is best at 1 segment, some only at len(model), and in some
+    the lowest peak is shared by several choices."""
+    bests = []
+    for case in grade.SEGMENT_CASES:
+        peaks = judge.segment_peaks(case)
+        bests.append([s for s, p in enumerate(peaks, start=1) if p == min(peaks)])
+    depths = [case[1] for case in grade.SEGMENT_CASES]
+    assert any(best == [depth] for best, depth in zip(bests, depths))
+    assert any(best[0] == 1 for best in bests)
+    assert sum(len(best) > 1 for best in bests) >= 2
+
+
+def test_segment_peaks_depend_on_shapes_only() -> None:
+    """The judge measures exercise 5's peaks once, on models of the cases' shapes made with
+    seed 0: the graded models, made with other seeds, have the same peaks."""
+    case = grade.SEGMENT_CASES[2]
+    model, x = grade.segment_case(12345, *case)
+    with memory.track():
+        assert tuple(grade.segment_peaks(model, x)) == judge.segment_peaks(case)
+
+
+def test_reference_hooks_forget_the_copies_of_dead_tensors() -> None:
+    """Issue 21: the reference's half-precision hooks, reused over steps, hold nothing once a
+    step's graph is gone, and the memory left after each step does not grow."""
+    seen = grade.half_precision_hooks.observe(NB.namespace["half_precision_hooks"], seed=3)
+    steps = seen[f"{grade.HOOK_STEPS} training steps with one half_precision_hooks()"]
+    assert steps["tensor bytes the hooks hold after the first and the last step"] == [0, 0]
+    left = steps["bytes allocated after the first and the last step"]
+    assert left[0] == left[1]
+    pack = seen["pack and unpack called directly"]
+    assert pack["bytes a leaf's pack allocates"] == 0
+    assert pack["bytes its first pack allocates"] * 4 == pack["bytes of the float64 tensor"]
+    assert pack["bytes packing it again allocates"] == 0
+
+
+def _run_notebook(answers: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Run the committed notebook's code cells in order in one namespace, as a kernel does
+    (hidden tests included), with some answer cells replaced; errors do not stop the run, as
+    in nbgrader's autograde. Returns the grade_ids of the failed test cells and the sources of
+    the other cells that raised."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    namespace: dict[str, Any] = {}
+    failed_tests, failed_cells = [], []
+    for cell in NB.nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = role(cell)
+        source = answers.get(meta.get("grade_id"), cell.source)
+        try:
+            exec(compile(source, f"<cell {meta.get('grade_id', '')}>", "exec"), namespace)
+        except Exception:
+            if meta.get("grade"):
+                failed_tests.append(meta["grade_id"])
+            else:
+                failed_cells.append(source[:80])
+    return failed_tests, failed_cells
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore")
+def test_grad_mode_left_off_costs_only_its_own_exercise() -> None:
+    """Issue 14: an `evaluate` that switches grad mode off for good fails exercise 3 only. Its
+    visible test puts grad mode back, and every hidden test starts with grad mode on, so the
+    cells after it (demos, visible and hidden tests) run as usual."""
+    (wrong,) = [w for w in NB.wrong_answers["ex3_evaluate"] if w.name == "grad_mode_left_off"]
+    failed_tests, failed_cells = _run_notebook({"ex3_evaluate": wrong.source})
+    assert failed_tests == ["ex3_evaluate_tests"]
+    assert failed_cells == []

@@ -23,6 +23,8 @@ import pytest
 from course_notebooks import ASSIGNMENTS
 
 from solutions.grading import OBSERVATIONS_ENV
+from solutions.instructor import leaks
+from solutions.instructor.course import open_course
 from solutions.instructor.sandbox import project_copy, verdict_in_kernel
 from solutions.instructor.verdicts import read_observations
 from solutions.judging import verdict
@@ -119,3 +121,16 @@ def test_hidden_tests_run_with_only_the_kernel_half(assignment: str, tmp_path: P
         assert len(found.get(test, [])) == 1, f"{test} observed {len(found.get(test, []))} times"
         result = verdict(getattr(grade, test), found[test][0])
         assert not result.failed, result.message
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_sandbox_holds_no_line_of_a_solution(assignment: str, tmp_path: Path) -> None:
+    """No file a sandbox can read holds a line of an answer or hidden test (outside the one-line
+    call), nor the solution markers."""
+    secrets = leaks.answer_lines(open_course())
+    project = project_copy(tmp_path / "project", assignment)
+    found = []
+    for path in sorted(project.rglob("*.py")):
+        if "minitorch" not in path.parts:
+            found += leaks._scan_text(path.read_text(), str(path), secrets, forbid_package=False)
+    assert found == []

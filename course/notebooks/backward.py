@@ -175,7 +175,9 @@ print("breadth-first:", [node.name() for node in breadth_first(out)])
 #
 # The order must be **deterministic**: the same graph always gives the same list (do
 # not iterate over a `set`, whose order depends on memory addresses). It must work on a
-# chain of **10,000 ops**, where recursion exceeds Python's limit.
+# chain of **10,000 ops**, where recursion exceeds Python's limit, and take time in
+# proportion to the graph's size: a chain of 40 diamonds has 2^40 paths from its output
+# to its leaf, so a node reached along several paths must be visited once.
 #
 # Example: for the diamond above, one valid answer is
 #
@@ -302,7 +304,8 @@ for lib in (torch, minitorch):
 # come from either library) and turn a single returned tensor into a 1-tuple. Every
 # node in the graphs of this exercise has a single output (no `unbind`), so one gradient
 # per node is enough. The grader compares with `backward()` on random PyTorch and
-# minitorch graphs with fan-out and reuse.
+# minitorch graphs with fan-out and reuse, a long chain and a chain of diamonds; it runs
+# your engine with a correct `topological_order`, so exercise 1 costs no points here.
 #
 # *Hints:* `node.name() == ACCUMULATE_GRAD` for leaves. Store the first gradient of a
 # leaf as a copy (`.clone()`), and add gradients with `a = a + b`: `a += b` writes into

@@ -386,8 +386,9 @@ class Router(nn.Module):
     forward(x, route): x of shape [batch, features], route an int64 tensor [batch] of values in
     range(n_branches). Row i of the result ([batch, out_features]) is
     branches[route[i]](x[i]). Vectorized: each branch runs once, on the rows routed to it
-    only (a boolean mask), never on the whole batch; no Python loop over samples. A branch that gets no sample does not run,
-    so its parameters keep .grad None, as in a per-sample loop.
+    only (a boolean mask), never on the whole batch; no Python loop over samples. A branch
+    that gets no sample does not run, so its parameters keep .grad None, as in a per-sample
+    loop.
     """
 
     def __init__(self, features, out_features, n_branches):

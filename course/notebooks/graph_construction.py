@@ -357,7 +357,8 @@ for lib in (torch, minitorch):
     assert isinstance(leaves, list), f"{name}: return a list, not {type(leaves).__name__}"
     assert len(leaves) == 2, f"{name}: out depends on 2 leaves with grad, got {len(leaves)}"
     got = [{id(b): "b", id(w): "w"}.get(id(t), type(t).__name__) for t in leaves]
-    assert got == ["b", "w"], f"{name}: expected the tensors [b, w] in this order, got {got}"
+    order = "in collect_nodes's order (exercise 1)"
+    assert got == ["b", "w"], f"{name}: expected the tensors [b, w] {order}, got {got}"
     alone = find_leaves(w)
     assert len(alone) == 1 and alone[0] is w, f"{name}: find_leaves(w) should be [w]"
     assert find_leaves(x * 2) == [], f"{name}: x * 2 does not require grad: expected []"

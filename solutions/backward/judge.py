@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from solutions.backward.grade import NO_PREDICTION
-from solutions.grading import Failure, observed
+from solutions.grading import Failure
+from solutions.grading import observed as same_in_both_libraries
 from solutions.judging import partial
 from solutions.reference_cells import given
 
@@ -75,6 +76,13 @@ def _transposed(got: dict) -> dict:
         "shape": [columns, rows],
         "values": [values[r * columns + c] for c in range(columns) for r in range(rows)],
     }
+
+
+def _tensor(got: Any, where: str) -> dict:
+    """`got` if it is a plain tensor; else a Failure (a tensor subclass is not one)."""
+    if not _is_tensor(got):
+        raise Failure(f"{where} must return a plain tensor, not a {got.get('type', got)}.")
+    return got
 
 
 def _check_dtype(got: dict, want: dict, where: str, what: str) -> None:
@@ -252,7 +260,7 @@ def run_backward(observed: dict, expected: dict) -> None:
 def sum_to_shape(observed: dict, expected: dict) -> None:
     """Exercise 3: the shape, values and dtype of the gradient PyTorch's autograd gives."""
     for call, want in expected.items():
-        got = observed[call]
+        got = _tensor(observed[call], call)
         if got["shape"] != want["shape"]:
             raise Failure(
                 f"{call} has shape {got['shape']}, expected {want['shape']}. Sum the added "
@@ -283,7 +291,7 @@ def jacobian(observed: dict, expected: dict) -> None:
     """Exercise 4: torch.autograd.functional.jacobian's matrix, f run once, x left alone."""
     for call, want in expected.items():
         got = observed[call]
-        matrix, reference = got["jacobian"], want["jacobian"]
+        matrix, reference = _tensor(got["jacobian"], call), want["jacobian"]
         if matrix["shape"] != reference["shape"]:
             raise Failure(
                 f"{call} has shape {matrix['shape']}, expected {reference['shape']} "
@@ -311,7 +319,7 @@ def hessian_vector_product(observed: dict, expected: dict) -> None:
     """Exercise 5: torch.autograd.functional.hvp's product, x left alone."""
     for call, want in expected.items():
         got = observed[call]
-        product, reference = got["H v"], want["H v"]
+        product, reference = _tensor(got["H v"], call), want["H v"]
         if product["shape"] != reference["shape"]:
             raise Failure(f"{call} has shape {product['shape']}, expected {reference['shape']}.")
         if not _close(product, reference):
@@ -452,7 +460,7 @@ def predict_second_backward(predictions: dict, expected: dict) -> tuple[float, s
     snippets = given("backward")["SNIPPETS"]
     wrong = []
     for key, (first, second) in snippets.items():
-        raises, why = observed(key, functools.partial(classify, first, second))
+        raises, why = same_in_both_libraries(key, functools.partial(classify, first, second))
         guess = predictions[key]
         if guess == NO_PREDICTION:
             wrong.append(f"{key!r} (no prediction)")

@@ -58,7 +58,10 @@ class Case:
         self.name = name
         self.nodes = nodes
         numbers: dict[Any, int] = {}
-        self.labels = [numbers.setdefault(label, len(numbers)) for label in labels]
+        firsts = [numbers.setdefault(label, len(numbers)) for label in labels]
+        # Numbered from the last signature to appear down to 0, so that an order of the labels
+        # is not the order of first positions that the agenda breaks its ties by.
+        self.labels = [len(numbers) - 1 - number for number in firsts]
 
     def signature_of(self, node: Any, nodes: list) -> int:
         """The stand-in for the student's `signature`: a look-up of this graph's labels."""
@@ -155,10 +158,14 @@ def boundary_cases(seed: int) -> list[Case]:
     single: list = []
     add(single, 0, "input", shape=(4,))
     same, _ = random_graph(random.Random(seed), 3)
+    # Equal average depths: tanh (first at position 3) runs before sigmoid (first at 4),
+    # although sigmoid has more nodes and its nodes become ready first.
     ties: list = []
-    for sample, op in enumerate(("tanh", "sigmoid", "sigmoid")):
-        add(ties, sample, op, [add(ties, sample, "input", shape=(4,))], (4,))
-    matmul: list = []
+    inputs = [add(ties, sample, "input", shape=(4,)) for sample in range(3)]
+    add(ties, 1, "tanh", [inputs[1]], (4,))
+    add(ties, 0, "sigmoid", [inputs[0]], (4,))
+    add(ties, 2, "sigmoid", [inputs[2]], (4,))
+    matmul: list = []  # equal average depths: tanh runs first, the matrix product waits
     x = add(matmul, 0, "input", shape=(4,))
     add(matmul, 0, "linear", [x], (4,), param="W")
     y = add(matmul, 1, "input", shape=(4,))
@@ -409,53 +416,58 @@ def tree_cases(seed: int) -> list[tuple[list, int, int]]:
     return cases
 
 
+def _observe_batched(answer: Any, trees: list, hidden: int, model_seed: int, number: int) -> tuple:
+    """(where, what the answer did on one case)."""
+    given_ = _given()
+    heights = [t.depth() for t in trees]
+    where = f"{len(trees)} trees of heights {sorted(set(heights))}"
+    minitorch.manual_seed(model_seed)
+    model = given_["TreeModel"](hidden=hidden).double()
+    weights = torch.randn(len(trees), generator=torch.Generator().manual_seed(number), dtype=F64)
+    calls = {"leaf": 0, "cell": 0}
+    _count_calls(model.leaf, calls, "leaf")
+    _count_calls(model.cell, calls, "cell")
+    ops: list[str] = []
+    call = f"batched_forward(model, trees, gather) on {where}"
+    with watch_ops(lambda function, args, outputs: ops.append(function.__name__)):
+        got = call_student(answer, model, trees, given_["index_rows"], call=call)
+    expect(isinstance(got, minitorch.Tensor), f"on {where}: return a tensor, not {got!r:.60}")
+    expect(
+        tuple(got.shape) == (len(trees),),
+        f"on {where}: shape {list(got.shape)}, expected [{len(trees)}]",
+    )
+    predictions = got.detach().clone()
+    loss = (got * _tensor(weights)).sum()
+    call_student(loss.backward, call=f"backward through batched_forward on {where}")
+    return where, {
+        "predictions": predictions,
+        "height": max(heights),
+        "calls": calls,
+        "ops recorded": len(ops),
+        "gradients": {name: p.grad for name, p in model.named_parameters()},
+    }
+
+
 @hidden_test("batched_forward")
 def batched_forward(answer: Any, seed: int) -> dict:
     """Exercise 5: predictions, every parameter's gradient, the calls of `model.leaf` and
     `model.cell` and the ops recorded, per case (gather: the locked `index_rows`)."""
     check_callable(answer, "batched_forward")
-    given_ = _given()
-    seen = {}
-    for number, (trees, hidden, model_seed) in enumerate(tree_cases(seed)):
-        heights = [t.depth() for t in trees]
-        where = f"{len(trees)} trees of heights {sorted(set(heights))}"
-        minitorch.manual_seed(model_seed)
-        model = given_["TreeModel"](hidden=hidden).double()
-        weights = torch.randn(len(trees), generator=torch.Generator().manual_seed(number),
-                              dtype=F64)  # fmt: skip
-        calls = {"leaf": 0, "cell": 0}
-        _count_calls(model.leaf, calls, "leaf")
-        _count_calls(model.cell, calls, "cell")
-        ops: list[str] = []
-        call = f"batched_forward(model, trees, gather) on {where}"
-        with watch_ops(lambda function, args, outputs: ops.append(function.__name__)):
-            got = call_student(answer, model, trees, given_["index_rows"], call=call)
-        expect(isinstance(got, minitorch.Tensor), f"on {where}: return a tensor, not {got!r:.60}")
-        expect(
-            tuple(got.shape) == (len(trees),),
-            f"on {where}: shape {list(got.shape)}, expected [{len(trees)}]",
-        )
-        predictions = got.detach().clone()
-        loss = (got * _tensor(weights)).sum()
-        call_student(loss.backward, call=f"backward through batched_forward on {where}")
-        seen[where] = {
-            "predictions": predictions,
-            "height": max(heights),
-            "calls": calls,
-            "ops recorded": len(ops),
-            "gradients": {name: p.grad for name, p in model.named_parameters()},
-        }
-    return seen
+    return dict(
+        _observe_batched(answer, trees, hidden, model_seed, number)
+        for number, (trees, hidden, model_seed) in enumerate(tree_cases(seed))
+    )
 
 
 # -------------------------------------------------------------------------------------------------
 # Exercise 6: tree_speedup
 # -------------------------------------------------------------------------------------------------
 def batched_stand_in(model: Any, trees: list) -> Callable[..., Any]:
-    """A stand-in for the batched model of `model` on `trees`, for timing: it does a batched
-    model's work (one leaf call, then per height gathers, one cell call and a tanh, each on one
-    row per tree, with a gradient through them all) and returns the per-sample model's predictions,
-    computed here, once, with the locked TreeModel. It reveals nothing of exercise 5."""
+    """A stand-in for the batched model of `model` on `trees`, for timing. It does a batched
+    model's work (one leaf call; per height, gathers, one cell call, a tanh and a cat onto the
+    table of states; on one row per tree, with a gradient through it all), but its values are
+    the per-sample model's predictions, computed here once with the locked TreeModel: it walks
+    no tree and reveals nothing of exercise 5."""
     predictions = minitorch.cat([model(tree) for tree in trees]).detach()
     height = max(tree.depth() for tree in trees)
     values = minitorch.zeros(len(trees), 1, dtype=predictions.dtype)

@@ -226,7 +226,8 @@ def gather(observed: dict, expected: dict) -> None:
                 f"{where}: the output shares memory with the source; return a new tensor "
                 "(index_select copies), or a change to one would silently change the other"
             )
-        again, twice = got["gradient after a second backward"], want["gradient after a second backward"]  # fmt: skip
+        again = got["gradient after a second backward"]
+        twice = want["gradient after a second backward"]
         if not close(again, twice):
             raise Failure(
                 f"{where}: after a second backward (retain_graph=True) the source's gradient is "
@@ -270,12 +271,14 @@ def batched_forward(observed: dict, expected: dict) -> None:
             grad = got["gradients"][name]
             if wanted is None:  # unused by these trees (only leaves): no gradient, or zeros
                 if grad is not None and any(v != 0 for v in grad["values"]):
-                    raise Failure(f"on {where}: {name} is not used by these trees, yet got a gradient")  # fmt: skip
+                    raise Failure(
+                        f"on {where}: {name} is not used by these trees, yet has a gradient"
+                    )
                 continue
             if grad is None:
                 raise Failure(f"on {where}: no gradient reached {name}")
             if not close(grad, wanted, rtol=1e-9, atol=1e-10):
-                raise Failure(f"on {where}: the gradient of {name} differs from the per-sample model's")  # fmt: skip
+                raise Failure(f"on {where}: the gradient of {name} differs from the per-sample one")
 
 
 # -------------------------------------------------------------------------------------------------

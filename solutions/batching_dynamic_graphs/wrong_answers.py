@@ -5,7 +5,8 @@ replacement for that exercise's answer cell (it may use what the notebook define
 the setup imports, the tree model, the graph types and earlier answers).
 
 The schedulers take the signature as an argument, the batched model the gather, and the
-speed-up the batched model and the gather; their graders pass the reference versions, so a
+speed-up the batched model and the gather; their hidden tests pass stand-ins (a table of
+signature labels, minitorch's `index_rows`, a batched model made for the test's trees), so a
 wrong earlier exercise costs only its own points. `RIGHT_ANSWERS` are different but correct
 answers, which must earn full marks.
 """
@@ -202,6 +203,13 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
             "the node's position in its sample (a time step) instead of its depth",
         ),
         WrongAnswer(
+            "ignores_signature_of",
+            _BY_DEPTH.format(
+                extra="", key="(depth[node.id], signature(node, nodes))", order="lambda key: key[0]"
+            ),  # fmt: skip
+            "groups by its own signature, not by the signature_of it was given",
+        ),
+        WrongAnswer(
             "height_not_depth",
             _BY_DEPTH.format(
                 extra="    height = [0] * len(nodes)\n    for node in reversed(nodes):\n"
@@ -238,6 +246,28 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
                 "        batches.append(batch)"
             ),
             "greedy: the signature with the most ready nodes",
+        ),
+        WrongAnswer(
+            "ties_not_broken",
+            _agenda(priority="(t[0] / t[1], t[2])"),
+            "no first position in the priority: a tie goes to whichever signature became "
+            "ready first",
+        ),
+        WrongAnswer(
+            "ties_by_signature_value",
+            _agenda(
+                pick="        key = min(ready, key=lambda s: (*priority[s][:2], s))\n"
+                "        batch = sorted(ready.pop(key))\n"
+                "        batches.append(batch)"
+            ),
+            "ties broken by comparing the signatures themselves, not by first position",
+        ),
+        WrongAnswer(
+            "ignores_signature_of",
+            _AGENDA.replace(
+                "    signature_of = signature_of or signature\n", "    signature_of = signature\n"
+            ).format(priority="(t[0] / t[1], t[2], t[3])", pick=_LOWEST),
+            "uses its own signature, not the signature_of it was given",
         ),
         WrongAnswer(
             "every_ready_signature_each_round",
@@ -279,6 +309,56 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
             "the one-hot matrix used the wrong way round",
         ),
         WrongAnswer(
+            "view_for_identity_index",
+            _GATHER.format(
+                forward="source[:] if index.tolist() == list(range(ctx.rows)) "
+                "else source.index_select(0, index)",
+                backward="        one_hot = F.one_hot(index, ctx.rows).to(grad.dtype)\n"
+                "        return one_hot.t() @ grad, None",
+            ),
+            "skips the copy when the index takes every row in order: the output is a view "
+            "sharing the source's memory",
+        ),
+        WrongAnswer(
+            "buffer_kept_in_ctx",
+            _GATHER.format(
+                forward="source.index_select(0, index)",
+                backward="        if not hasattr(ctx, 'buffer'):\n"
+                "            ctx.buffer = minitorch.zeros(ctx.rows, grad.shape[1], "
+                "dtype=grad.dtype)\n"
+                "        ctx.buffer += F.one_hot(index, ctx.rows).to(grad.dtype).t() @ grad\n"
+                "        return ctx.buffer, None",
+            ),
+            "a gradient buffer kept in ctx and added into: a second backward adds twice",
+        ),
+        WrongAnswer(
+            "scatter_into_the_source",
+            """\
+class Gather(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, source, index):
+        ctx.source, ctx.index = source, index
+        return source.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = ctx.source.detach()  # reuse the source's memory for the gradient
+        out.zero_()
+        out += F.one_hot(ctx.index, out.shape[0]).to(grad.dtype).t() @ grad
+        return out, None
+""",
+            "the gradient is built in the source's own memory: backward wipes the source",
+        ),
+        WrongAnswer(
+            "float32_one_hot",
+            _GATHER.format(
+                forward="F.one_hot(index, ctx.rows).float() @ source.float()",
+                backward="        one_hot = F.one_hot(index, ctx.rows).to(grad.dtype)\n"
+                "        return one_hot.t() @ grad, None",
+            ),
+            "`.float()` on both sides of the one-hot product: float32 rows of a float64 source",
+        ),
+        WrongAnswer(
             "first_row_repeated",
             _GATHER.format(
                 forward="source[index[0]].expand(len(index), source.shape[1])",
@@ -304,6 +384,11 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
             "levels_detached",
             _batched(kept="states.detach()"),
             "lower levels detached: no gradient reaches the leaves",
+        ),
+        WrongAnswer(
+            "op_vector_row_per_node",
+            _batched(op_rows="minitorch.stack([model.op_vector[OPS.index(n.op)] for n in level])"),
+            "right values and one cell call per height, but one indexing op per tree node",
         ),
         WrongAnswer(
             "first_operator_for_the_level",
@@ -378,6 +463,18 @@ def signature(node, nodes):
 """,
             "a string is hashable too",
         ),
+        WrongAnswer(
+            "node_without_identity",
+            """\
+import dataclasses
+
+
+def signature(node, nodes):
+    arg_shapes = tuple(nodes[a].shape for a in node.args)
+    return dataclasses.replace(node, id=-1, sample=-1, args=arg_shapes)
+""",
+            "the node itself with its id and sample blanked and args replaced by their shapes",
+        ),
     ],
     "ex2_schedule_by_depth": [
         WrongAnswer(
@@ -394,6 +491,23 @@ def schedule_by_depth(nodes, signature_of=None):
     return [batch for d in sorted(levels) for batch in reversed(list(levels[d].values()))]
 """,
             "nested dicts; batches of one depth in another order",
+        ),
+        WrongAnswer(
+            "one_pass_per_depth",
+            """\
+def schedule_by_depth(nodes, signature_of=None):
+    signature_of = signature_of or signature
+    depth = node_depths(nodes)
+    batches = []
+    for d in range(max(depth) + 1):
+        groups = {}
+        for node in nodes:
+            if depth[node.id] == d:
+                groups.setdefault(signature_of(node, nodes), []).append(node.id)
+        batches.extend(groups.values())
+    return batches
+""",
+            "a pass over the nodes per depth",
         ),
     ],
     "ex3_schedule_agenda": [
@@ -422,6 +536,25 @@ def schedule_agenda(nodes, signature_of=None):
     return batches
 """,
             "rescans every node each round (slow, but the same batches)",
+        ),
+    ],
+    "ex4_gather": [
+        WrongAnswer(
+            "one_hot_both_ways",
+            """\
+class Gather(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, source, index):
+        one_hot = F.one_hot(index, source.shape[0]).to(source.dtype)
+        ctx.save_for_backward(one_hot)
+        return one_hot @ source
+
+    @staticmethod
+    def backward(ctx, grad):
+        (one_hot,) = ctx.saved_tensors
+        return one_hot.t() @ grad, None
+""",
+            "forward as a one-hot product too, saving the one-hot matrix",
         ),
     ],
     "ex5_batched_forward": [
@@ -461,6 +594,60 @@ def batched_forward(model, trees, gather=None):
     return out.reshape(-1)
 """,
             "recursion for the heights, a list of level tensors",
+        ),
+        WrongAnswer(
+            "library_depth_and_index_select",
+            """\
+def batched_forward(model, trees, gather=None):
+    levels, stack = {}, list(trees)
+    while stack:
+        node = stack.pop()
+        levels.setdefault(node.depth(), []).append(node)
+        if not node.is_leaf:
+            stack += [node.left, node.right]
+    rows = {}
+    states = None
+    for h in sorted(levels):
+        level = levels[h]
+        if h == 0:
+            x = minitorch.tensor([[n.value] for n in level], dtype=model.out.weight.dtype)
+            new = model.leaf(x).tanh()
+        else:
+            left = states.index_select(0, minitorch.tensor([rows[id(n.left)] for n in level]))
+            right = states.index_select(0, minitorch.tensor([rows[id(n.right)] for n in level]))
+            ops = minitorch.tensor([OPS.index(n.op) for n in level])
+            both = minitorch.cat([left, right], dim=1)
+            new = (model.cell(both) + model.op_vector.index_select(0, ops)).tanh()
+        start = 0 if states is None else states.shape[0]
+        rows.update((id(n), start + r) for r, n in enumerate(level))
+        states = new if states is None else minitorch.cat([states, new])
+    roots = minitorch.tensor([rows[id(t)] for t in trees])
+    return model.out(states.index_select(0, roots)).reshape(-1)
+""",
+            "heights from ExprTree.depth(), index_select instead of the gather it was given",
+        ),
+    ],
+    "ex6_tree_speedup": [
+        WrongAnswer(
+            "nanoseconds_and_sorted",
+            """\
+def tree_speedup(model, trees, repeat=3, batched=None, gather=None):
+    batched = batched or batched_forward
+    gather = gather or Gather.apply
+
+    def times(run):
+        found = []
+        for _ in range(repeat):
+            start = time.perf_counter_ns()
+            run()
+            found.append(time.perf_counter_ns() - start)
+        return sorted(found)
+
+    loop = times(lambda: minitorch.cat([model(t) for t in trees]).sum().backward())
+    at_once = times(lambda: batched(model, trees, gather).sum().backward())
+    return float(loop[0] / at_once[0])
+""",
+            "integer nanoseconds, sorted lists, and the ratio made a float",
         ),
     ],
 }

@@ -129,6 +129,7 @@ def gradients(model: Any) -> dict[str, float | None]:
 
 
 def clear_gradients(model: Any) -> None:
+    """Set every parameter's .grad to None (without the student's zero_grad)."""
     for p in model.parameters():
         p.grad = None
 
@@ -136,11 +137,10 @@ def clear_gradients(model: Any) -> None:
 def observe_model_cases(
     cases: dict[str, Any], key: str, call: str, model: Any, run: Callable[[dict], None]
 ) -> bool:
-    """Record `cases[key] = {"model": call, "parameters": [[name, shape], ...], ...what run
-    adds}`. A Failure inside `run` is
-    recorded too (under FAILURE_KEY), after the data already seen, so that the judge reports a
-    wrong parameter name before, say, the error it causes in forward. Returns False after a
-    failure: the test then stops."""
+    """Record `cases[key] = {"model": call, "parameters": [[name, shape], ...], ...}`, the rest
+    being what `run(case)` adds. A Failure inside `run` is recorded too (under FAILURE_KEY),
+    after the data already seen, so that the judge reports a wrong parameter name before, say,
+    the error it causes in forward. Returns False after a failure: the test then stops."""
     case: dict[str, Any] = {"model": call, "parameters": parameter_shapes(model, call)}
     cases[key] = case
     try:

@@ -19,13 +19,13 @@ from typing import Any
 import torch
 
 from solutions.dynamic_models.grade import LEARNING_RATE, MAX_EPOCHS, TRAIN_SIZE
+from solutions.dynamic_models.reference import OUTCOMES
 from solutions.grading import FAILURE_KEY, Failure, observed
 from solutions.judging import partial
 from solutions.reference_cells import given
 
 # The points of the partial-credit exercises (their test cells' points in the notebook).
 PREDICT_LOADING_POINTS = 2
-OUTCOMES = ("same_output", "different_output", "missing_keys", "unexpected_keys", "size_mismatch")
 
 # A branch applied once to its rows runs 1 op (a Linear) or 2 (a matmul and an add); a loop over
 # the 16 samples of a branch runs at least 16.
@@ -447,10 +447,10 @@ def loading_truth() -> dict[str, str]:
     }
 
 
-@robust
 def predict_loading(predictions: dict, expected: dict) -> tuple[float, str]:
     """Exercise 7: an equal share of the points per target predicted right, the truth being
-    what the target does on PyTorch and on minitorch."""
+    what the target does on PyTorch and on minitorch (a difference between the two is a
+    library regression: it stops the grader, it is never the student's failure)."""
     wrong = []
     for key, truth in loading_truth().items():
         guess = predictions.get(key) if isinstance(predictions, dict) else None

@@ -5,6 +5,8 @@ reject.
 replacement for that exercise's solution cell (it defines the same names and may use what the
 notebook's setup cell imported: `torch`, `minitorch`, `nn`, `pack_padded_sequence`, ...).
 No graded cell uses another exercise's answer, so a wrong answer costs only its own exercise.
+`RIGHT_ANSWERS` are different but correct answers (another loop, other names, another way to
+select rows), which must keep full marks.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""Notebook 1, "graph construction": reference solutions, graders and wrong-answer fixtures.
+"""Notebook 1, "graph construction": the reference, hidden tests, judges, wrong answers.
 
 - `reference`: the solution of every exercise (the source of the notebook's solution cells);
-- `grade`: one grader per exercise, called by the notebook's hidden test cells;
-- `wrong_answers`: plausible mistakes per exercise, which the graders must reject.
+- `grade`: the kernel half of each hidden test (NOTE [Hidden tests in two halves] in
+  solutions/grading.py): runs the answer on the grader's cases, returns plain data;
+- `judge`: the judge half: decides the points from that data and the reference's;
+- `wrong_answers`: plausible mistakes per exercise, which must lose points, and correct
+  variants, which must not.
 """

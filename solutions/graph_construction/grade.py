@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 import minitorch
+from minitorch.autograd.function import Node
 from minitorch.memory import graph_nodes
 from solutions.grading import (
     DEFAULT_RECURSION_LIMIT,
@@ -416,21 +417,27 @@ def case_builders(seed: int, n_random: int = 6) -> list[tuple[str, Builder]]:
         builders.append((description, _from_steps(steps, graph_seed)))
     builders.append(
         (
-            f"a chain of {DIAMONDS} diamonds (2**{DIAMONDS} paths from the output to x)",
+            f"a chain of {DIAMONDS} diamonds, 2**{DIAMONDS} paths from the output to x",
             _from_steps(diamond_steps(DIAMONDS), 0),
         )
     )
     return builders
 
 
-def cases(seed: int) -> Iterator[Case]:
-    """Every case of exercises 1 to 3, in both libraries, built one at a time."""
+def cases(seed: int, with_nodes: bool = True) -> Iterator[Case]:
+    """Every case of exercises 1 to 3, in both libraries, built one at a time. Without
+    `with_nodes` a case does not keep its nodes (exercise 1: what the student's code could dig
+    out of the grader's frames must not hold the answer)."""
     for description, build in case_builders(seed):
         for lib in LIBRARIES:
-            start = time.perf_counter()
-            out, nodes, leaves = build(lib)
-            seconds = time.perf_counter() - start
-            yield Case(f"{description} ({lib_name(lib)})", out, nodes, leaves, seconds)
+            yield _build(f"{description} ({lib_name(lib)})", build, lib, with_nodes)
+
+
+def _build(description: str, build: Builder, lib: Any, with_nodes: bool) -> Case:
+    start = time.perf_counter()
+    out, nodes, leaves = build(lib)
+    seconds = time.perf_counter() - start
+    return Case(description, out, nodes if with_nodes else [], leaves, seconds)
 
 
 def stand_in_collect_nodes(current: list[Case]) -> Callable[[Any], list]:
@@ -469,7 +476,7 @@ def run_on_cases(
     if stand_in:
         answer = with_stand_in(answer, stand_in_collect_nodes(current))
     observed: dict[str, Any] = {}
-    for case in cases(seed):
+    for case in cases(seed, with_nodes=stand_in):
         current[:] = [case]
         where = f"on {case.description}"
         seconds = TIME_LIMIT_S + TIME_PER_BUILD * case.seconds
@@ -487,22 +494,41 @@ def run_on_cases(
 # Exercise 1: collect_nodes
 # -------------------------------------------------------------------------------------------------
 def _listed_nodes(result: Any, case: Case, where: str) -> dict:
-    """The student's list as numbers of the case's nodes (None for None, {"not a node": type}
-    for anything else), with the names of the case's nodes for the judge's messages."""
+    """The student's list, each item described on its own: a node as its name and, for each
+    entry of its next_functions, the position of that node in the list (None for a None entry,
+    {"not listed": name} for a node missing from it); a node listed again as {"again": first
+    position}; None as None; anything else as {"not a node": type}.
+
+    The grader does not need to know the graph: the list is the breadth-first list exactly when
+    it starts at out.grad_fn and these descriptions equal the reference's, position by position
+    (each node's children are then the same nodes at the same positions)."""
     expect(
         isinstance(result, list),
         f"{where}: collect_nodes must return a list, it returned {type(result).__name__}.",
     )
-    number = {id(node): i for i, node in enumerate(case.nodes)}
-    listed = [
-        None
-        if item is None
-        else number[id(item)]
-        if id(item) in number
-        else {"not a node": type(item).__name__}
-        for item in result
-    ]
-    return {"listed": listed, "names": [node_label(node) for node in case.nodes]}
+    node = torch.autograd.graph.Node if isinstance(case.out, torch.Tensor) else Node
+    position: dict[int, int] = {}
+    for index, item in enumerate(result):
+        if isinstance(item, node):
+            position.setdefault(id(item), index)
+    listed: list[Any] = []
+    for index, item in enumerate(result):
+        if item is None:
+            listed.append(None)
+        elif not isinstance(item, node):
+            listed.append({"not a node": type(item).__name__})
+        elif position[id(item)] != index:
+            listed.append({"again": position[id(item)]})
+        else:
+            children = [
+                None
+                if child is None
+                else position.get(id(child), {"not listed": node_label(child)})
+                for child, _ in item.next_functions
+            ]
+            listed.append({"name": node_label(item), "children": children})
+    root = case.out.grad_fn
+    return {"listed": listed, "out.grad_fn at": None if root is None else position.get(id(root))}
 
 
 @hidden_test("collect_nodes")
@@ -791,7 +817,8 @@ def graph_sizes(answer: Any, seed: int | None = None) -> dict:
             model(x)
         seconds = TIME_LIMIT_S + TIME_PER_BUILD * (time.perf_counter() - start)
         call = f"graph_sizes(model, inputs) on {where}"
-        got, in_time = bounded_call(answer, model, inputs, call=call, seconds=seconds)
+        before = [(x.requires_grad, x.tolist()) for x in inputs]
+        got, in_time = bounded_call(answer, model, list(inputs), call=call, seconds=seconds)
         if not in_time:
             observed[f"on {where}"] = {TIMED_OUT: round(seconds, 1)}
             break
@@ -803,5 +830,6 @@ def graph_sizes(answer: Any, seed: int | None = None) -> dict:
             len(got) == len(inputs),
             f"on {where}: {len(inputs)} inputs but {len(got)} sizes returned.",
         )
-        observed[f"on {where}"] = got
+        unchanged = before == [(x.requires_grad, x.tolist()) for x in inputs]
+        observed[f"on {where}"] = {"sizes": got, "inputs unchanged": unchanged}
     return observed

@@ -66,11 +66,12 @@ def _number(item: Any, count: int) -> bool:
 # -------------------------------------------------------------------------------------------------
 @tolerant
 def collect_nodes(observed: dict, expected: dict) -> None:
-    """Exercise 1: every node once, no None, nothing else, in breadth-first order."""
+    """Exercise 1: every node once, no None, nothing else, in breadth-first order. grade.py
+    describes each listed item on its own (its name, and where its children are in the list);
+    the list is right when it starts at out.grad_fn and the descriptions are the reference's."""
     for where, want in expected.items():
         got = _result(observed, where, "collect_nodes")
-        names, order = want["names"], want["listed"]
-        listed = got.get("listed") if isinstance(got, dict) else None
+        listed, reference = got["listed"], want["listed"]
         if not isinstance(listed, list):
             raise Failure(f"{where}: collect_nodes must return a list.")
         if None in listed:
@@ -78,39 +79,73 @@ def collect_nodes(observed: dict, expected: dict) -> None:
                 f"{where}: the list contains None. The `None` entries of next_functions mark "
                 "inputs that need no gradient: skip them."
             )
-        seen: set[int] = set()
         for item in listed:
-            if _number(item, len(names)):
-                if item in seen:
-                    raise Failure(
-                        f"{where}: {names[item]} is listed more than once. A node reached "
-                        "along several paths (a shared subexpression) must appear once: "
-                        "remember the nodes you have already seen in a set."
-                    )
-                seen.add(item)
-        extra = [item for item in listed if not _number(item, len(names))]
-        if extra:
-            kind = extra[0].get("not a node", "?") if isinstance(extra[0], dict) else "?"
-            raise Failure(
-                f"{where}: the list has {len(extra)} object(s) that are not nodes of this "
-                f"graph, e.g. a {kind}. List the node objects themselves (grad_fn and the nodes "
-                "in next_functions)."
-            )
-        missing = [item for item in order if item not in seen]
-        if missing:
-            raise Failure(
-                f"{where}: {len(missing)} of the graph's {len(order)} nodes are missing, e.g. "
-                f"{names[missing[0]]}. Did you follow every entry of next_functions, and include "
-                "the AccumulateGrad nodes?"
-            )
-        for position, (have, should) in enumerate(zip(listed, order)):
-            if have != should:
+            if "again" in item:
                 raise Failure(
-                    f"{where}: the nodes are all there but the order differs at position "
-                    f"{position} (you have {names[have]}, breadth-first order has "
-                    f"{names[should]}). List nodes breadth-first, children in next_functions "
-                    "order, each when first discovered."
+                    f"{where}: {listed[item['again']]['name']} is listed more than once. A node "
+                    "reached along several paths (a shared subexpression) must appear once: "
+                    "remember the nodes you have already seen in a set."
                 )
+        strangers = [item["not a node"] for item in listed if "not a node" in item]
+        missing = _missing(listed, reference, got["out.grad_fn at"])
+        reached = _reached(listed, got["out.grad_fn at"])
+        strangers += [item["name"] for index, item in enumerate(listed) if index not in reached]
+        if strangers and not missing:
+            raise Failure(
+                f"{where}: the list has {len(strangers)} object(s) that are not nodes of this "
+                f"graph, e.g. a {strangers[0]}. List the node objects themselves (grad_fn and "
+                "the nodes in next_functions)."
+            )
+        if missing:
+            count = len(reference) - len(reached)
+            raise Failure(
+                f"{where}: {count} of the graph's {len(reference)} nodes are missing, e.g. "
+                f"{missing[0]}. Did you follow every entry of next_functions, and include the "
+                "AccumulateGrad nodes?"
+            )
+        if listed != reference:
+            names = [(item["name"], should["name"]) for item, should in zip(listed, reference)]
+            differ = [i for i, (have, name) in enumerate(names) if have != name]
+            position = (
+                differ[0]
+                if differ
+                else next(
+                    i for i, (item, should) in enumerate(zip(listed, reference)) if item != should
+                )
+            )
+            have, name = names[position]
+            raise Failure(
+                f"{where}: the nodes are all there but the order differs at position {position} "
+                f"(you have {'another ' if have == name else ''}{have}, breadth-first order has "
+                f"{name}). List nodes breadth-first, children in next_functions order, each when "
+                "first discovered."
+            )
+
+
+def _missing(listed: list, reference: list, root_at: int | None) -> list[str]:
+    """Names of graph nodes the list leaves out: children it does not list, or the output's own
+    node."""
+    if reference and root_at is None:
+        return [reference[0]["name"]]
+    return [
+        child["not listed"]
+        for item in listed
+        for child in item.get("children", ())
+        if isinstance(child, dict)
+    ]
+
+
+def _reached(listed: list, root_at: int | None) -> set[int]:
+    """Positions of the listed nodes reached from out.grad_fn through listed nodes (a walk over
+    plain data, in the judge)."""
+    reached = set() if root_at is None else {root_at}
+    to_visit = list(reached)
+    while to_visit:
+        for child in listed[to_visit.pop()].get("children", ()):
+            if type(child) is int and child not in reached:
+                reached.add(child)
+                to_visit.append(child)
+    return reached
 
 
 # -------------------------------------------------------------------------------------------------
@@ -317,9 +352,16 @@ def f_and_gradients(observed: dict, expected: dict) -> None:
 def graph_sizes(observed: dict, expected: dict) -> None:
     """Exercise 7: one size per input, each the number of distinct nodes of its graph."""
     for where, want in expected.items():
+        want = want["sizes"]
         if len(set(want)) < 2:  # the case would not test dynamic graphs
             raise RuntimeError(f"the grader's model built graphs of a single size {where}")
         got = _result(observed, where, "graph_sizes")
+        if got["inputs unchanged"] is not True:
+            raise Failure(
+                f"{where}: graph_sizes changed its inputs (their values or requires_grad). "
+                "Leave them as they are: an input that requires grad adds nodes of its own."
+            )
+        got = got["sizes"]
         if not (isinstance(got, list) and all(type(n) is int for n in got)):
             raise Failure(f"{where}: graph_sizes must return a list of ints.")
         if len(got) != len(want):

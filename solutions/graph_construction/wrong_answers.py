@@ -585,6 +585,18 @@ def graph_sizes(model, inputs):
 """,
             "right sizes, but walks every path: exponential time on a chain of diamonds",
         ),
+        WrongAnswer(
+            "turns_on_grad_for_inputs",
+            """\
+def graph_sizes(model, inputs):
+    sizes = []
+    for x in inputs:
+        x.requires_grad_()
+        sizes.append(len(collect_nodes(model(x))))
+    return sizes
+""",
+            "changes its inputs: an input that requires grad adds its own nodes to the graph",
+        ),
     ],
 }
 

@@ -5,7 +5,9 @@ What counts as secret:
 - every line inside the hidden-test markers, except the one-line call into the graders
   (`from solutions.<assignment> import grade` and `grade.<name>(...)`), which feedback may show
   in a traceback;
-- every line of the graders and reference solutions in solutions/ (`grade.py`, `reference.py`).
+- every line of the judges, reference solutions and wrong answers in solutions/ (`judge.py`,
+  `reference.py`, `wrong_answers.py`). The kernel half of the hidden tests (`grade.py`) is not
+  secret: every grading sandbox holds it (NOTE [Grading sandbox]).
 Matching is by whole line, whitespace-normalized. Lines that also appear in public code (outside
 the markers in a source notebook, or in minitorch/), and short lines (fewer than
 `MIN_LINE_LENGTH` characters, e.g. `return total`), are not secrets. Feedback may also show
@@ -32,7 +34,7 @@ from solutions.instructor.feedback import is_grader_frame
 
 MIN_LINE_LENGTH = 24
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-SECRET_MODULES = ("grade.py", "reference.py")
+SECRET_MODULES = ("judge.py", "reference.py", "wrong_answers.py")
 _CALL_LINE = re.compile(r"^(from solutions(\.\w+)* import grade|grade\.\w+\(.*\))$")
 _TRACEBACK_PREFIX = re.compile(r"^(-*> ?)?\d+ ")
 _PACKAGE_MENTION = re.compile(r"\b(from|import)\s+solutions\b|solutions/")
@@ -69,25 +71,50 @@ def _split_regions(source: str) -> tuple[list[str], list[str]]:
     return secret, public
 
 
-def secret_lines(course: Course) -> set[str]:
-    """The normalized secret lines of the course (see the module docstring)."""
-    secret, public = set(), set()
+def _notebook_lines(course: Course) -> tuple[set[str], set[str]]:
+    """(lines inside the solution and hidden-test markers, lines outside them) of every source
+    notebook, normalized."""
+    hidden_lines, shown_lines = set(), set()
     for assignment in course.assignments():
         for path in course.folder("source", assignment).glob("*.ipynb"):
             for cell in nbformat.read(path, as_version=4).cells:
                 hidden, shown = _split_regions(cell.source)
-                secret.update(_normalize(line) for line in hidden)
-                public.update(_normalize(line) for line in shown)
-    for module in (REPO_ROOT / "solutions").rglob("*.py"):
-        if module.name in SECRET_MODULES:
-            secret.update(_normalize(line) for line in module.read_text().splitlines())
-    for module in (REPO_ROOT / "minitorch").rglob("*.py"):
-        public.update(_normalize(line) for line in module.read_text().splitlines())
+                hidden_lines.update(_normalize(line) for line in hidden)
+                shown_lines.update(_normalize(line) for line in shown)
+    return hidden_lines, shown_lines
+
+
+def _module_lines(pattern: str) -> set[str]:
+    return {
+        _normalize(line)
+        for module in REPO_ROOT.glob(pattern)
+        for line in module.read_text().splitlines()
+    }
+
+
+def _significant(lines: set[str]) -> set[str]:
     return {
         line
-        for line in secret - public
+        for line in lines
         if len(line) >= MIN_LINE_LENGTH and not line.startswith("#") and not _CALL_LINE.match(line)
     }
+
+
+def answer_lines(course: Course) -> set[str]:
+    """The normalized lines of the answers and hidden tests alone: what no file a student can
+    read (a release, a sandbox, the wheel) may hold."""
+    hidden, shown = _notebook_lines(course)
+    return _significant(hidden - shown - _module_lines("minitorch/**/*.py"))
+
+
+def secret_lines(course: Course) -> set[str]:
+    """The normalized secret lines of the course (see the module docstring)."""
+    hidden, shown = _notebook_lines(course)
+    secret = set(hidden)
+    for name in SECRET_MODULES:
+        secret |= _module_lines(f"solutions/*/{name}")
+    public = shown | _module_lines("minitorch/**/*.py") | _module_lines("solutions/*/grade.py")
+    return _significant(secret - public - _module_lines("solutions/*.py"))
 
 
 def _lines(text: str) -> set[str]:

@@ -338,6 +338,26 @@ def feedback(course: Course, assignment: str) -> Path:
     return root
 
 
+def withhold_leaking_feedback(course: Course, assignment: str) -> dict[str, list]:
+    """Run the leak scan over the feedback of `assignment`; move the feedback of every student
+    whose files leak into reports/<assignment>/withheld-feedback/ (never sent). Returns
+    {student: leaks}."""
+    from solutions.instructor import leaks  # leaks imports the course machinery
+
+    found: dict[str, list] = {}
+    for leak in leaks.scan_feedback(course, leaks.secret_lines(course)):
+        relative = Path(leak.where).relative_to(course.root / course.coursedir.feedback_directory)
+        found.setdefault(relative.parts[0], []).append(leak)
+    for student in found:
+        folder = course.folder("feedback", assignment, student)
+        target = course.root / "reports" / assignment / "withheld-feedback" / student
+        shutil.rmtree(target, ignore_errors=True)
+        if folder.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(folder, target)
+    return found
+
+
 def export_csv(course: Course, destination: Path) -> Path:
     """Export the gradebook (every assignment and student) as nbgrader's grades CSV."""
     Path(destination).parent.mkdir(parents=True, exist_ok=True)

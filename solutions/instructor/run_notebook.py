@@ -1,6 +1,6 @@
 """Run one submitted notebook inside a grading sandbox; print the result as JSON on stdout.
 
-    python run_notebook.py NOTEBOOK.ipynb CELL_TIMEOUT_SECONDS
+    python run_notebook.py NOTEBOOK.ipynb CELL_TIMEOUT_SECONDS ADDRESS_SPACE_BYTES
 
 This file is copied into every sandbox (solutions/instructor/sandbox.py) and imports nothing of
 the course. It executes every cell in order with nbclient, errors allowed. A cell that kills the
@@ -79,7 +79,15 @@ class Observations:
             return ""
 
 
-def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations) -> None:
+def address_space_cap(limit: int) -> str:
+    """A kernel argument capping the kernel's address space at `limit` bytes, so that one huge
+    allocation fails at once with a MemoryError in the student's cell (the sandbox's memory
+    cgroup bounds the whole process tree, by killing)."""
+    call = f"__import__('resource').setrlimit(__import__('resource').RLIMIT_AS, ({limit}, {limit}))"
+    return f'--IPKernelApp.exec_lines=["{call}"]'
+
+
+def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations, cap: int) -> None:
     """Execute `nb`, emitting each cell's outputs; re-run after a cell that kills the kernel."""
     for _ in range(MAX_CRASHES + 1):
         client = NotebookClient(
@@ -88,7 +96,7 @@ def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations) -> 
             interrupt_on_timeout=True,
             allow_errors=True,
             kernel_name="python3",
-            extra_arguments=KERNEL_ARGUMENTS,
+            extra_arguments=[*KERNEL_ARGUMENTS, address_space_cap(cap)],
         )
         running = None
         try:
@@ -114,9 +122,9 @@ def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations) -> 
 
 def main() -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    path, timeout = sys.argv[1], int(sys.argv[2])
+    path, timeout, cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     nb = nbformat.read(path, as_version=4)
-    run(nb, timeout, Observations(os.environ.get("COURSE_OBSERVATIONS", "")))
+    run(nb, timeout, Observations(os.environ.get("COURSE_OBSERVATIONS", "")), cap)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 CGROUPS = Path("/sys/fs/cgroup")
 NOBODY = 65534
 HOME = "/home/student"
+ADDRESS_SPACE = 4 * 2**30  # per kernel process; torch alone reserves more than it uses
 
 
 class SandboxUnavailable(RuntimeError):
@@ -253,7 +254,7 @@ def run_submission(
         for path in (scratch, submission, submission / "notebook.ipynb"):
             path.chmod(0o755 if path.is_dir() else 0o644)
         runner = [sys.executable, "/project/run_notebook.py", "/submission/notebook.ipynb"]
-        runner.append(str(limits.cell_seconds))
+        runner += [str(limits.cell_seconds), str(max(limits.memory_bytes, ADDRESS_SPACE))]
         if sandboxed:
             command = [*_bwrap_prefix(project, submission, limits), *runner]
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}

@@ -44,9 +44,8 @@ def prepare(nb: NotebookNode) -> NotebookNode:
     prepared = copy.deepcopy(nb)
     cells = []
     for index, cell in enumerate(prepared.cells):
-        cell.outputs = [] if cell.cell_type == "code" else cell.get("outputs")
         if cell.cell_type == "code":
-            cell.execution_count = None
+            cell.outputs, cell.execution_count = [], None
         cells.append(cell)
         hidden = HIDDEN_BLOCK.search(cell.source) if cell.cell_type == "code" else None
         if hidden:

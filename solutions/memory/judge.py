@@ -139,11 +139,23 @@ def train_epoch(observed: dict, expected: dict) -> None:
     nodes = observed[NODES]
     if nodes > expected[NODES]:
         raise Failure(
-            f"{call}: at the last optimizer.step(), {nodes:,} more graph nodes were alive "
+            f"{call}: at the optimizer's last step(), {nodes:,} more graph nodes were alive "
             "than at the first: each iteration's graph stays alive. A running total of loss "
             "tensors (`total += loss`, even with .item() at the end) keeps a graph that reaches "
             "every iteration's loss; add `loss.item()`, and keep no tensor from one iteration "
             "to the next."
+        )
+    types = observed["types returned"]
+    if types != expected["types returned"]:
+        each = ", ".join(types["each validation loss"])
+        raise Failure(
+            f"{call}: the losses must be Python floats (use .item()), got "
+            f"{types['mean training loss']} and a {types['validation losses']}"
+            + (f" of {each}." if each else ".")
+        )
+    if len(observed["validation losses"]) != grade.TRAIN_BATCHES:
+        raise Failure(
+            f"{call}: one validation loss per batch, got {len(observed['validation losses'])}."
         )
     mean, want_mean = observed["mean training loss"], expected["mean training loss"]
     if not _close(mean, want_mean):
@@ -401,11 +413,15 @@ def _pack_behaviour(got: dict, want: dict) -> None:
         )
 
 
-def _repeated_steps(what: str, got: dict) -> None:
-    """What the hooks hold, and what stays allocated, must not grow from step to step."""
+HELD = "tensor bytes the hooks hold after the first and the last step"
+
+
+def _repeated_steps(what: str, got: dict, want: dict) -> None:
+    """Once a step's graph is gone, the hooks hold no more tensor bytes than the reference's
+    (none), and neither what they hold nor what stays allocated grows from step to step."""
     first_step = "after the first step"
-    held = got["tensor bytes the hooks hold after the first and the last step"]
-    if held[-1] > held[0]:
+    held = got[HELD]
+    if held[-1] > held[0] or max(held) > max(want[HELD]):
         raise Failure(
             f"{what}: once each step's graph is gone, your hooks hold {held[0]:,} bytes of "
             f"tensors {first_step} and {held[-1]:,} after the last: they keep the copies of "
@@ -438,5 +454,4 @@ def half_precision_hooks(observed: dict, expected: dict) -> None:
             _hooked_mlp(where, observed[where]["with your hooks"], want["without hooks"])
     _pack_behaviour(observed[PACK], expected[PACK])
     steps = f"{grade.HOOK_STEPS} training steps with one half_precision_hooks()"
-    _repeated_steps(steps, observed[steps])
-
+    _repeated_steps(steps, observed[steps], expected[steps])

@@ -73,7 +73,9 @@ class Case:
         self.name, self.fn, self.make_inputs, self.params = name, fn, make_inputs, params
 
 
-def _randn(gen: torch.Generator, *shape: int, requires_grad: bool = False, dtype=F64) -> Any:
+def _randn(
+    gen: torch.Generator, *shape: int, requires_grad: bool = False, dtype: torch.dtype = F64
+) -> Any:
     values = torch.randn(*shape, generator=gen, dtype=F64)
     return minitorch.tensor(values.tolist(), dtype=dtype, requires_grad=requires_grad)
 

@@ -73,13 +73,15 @@ def check_outputs(got: list, want: list, where: str, call: str = "replay") -> No
 
 def check_left_alone(got: dict, where: str, call: str) -> None:
     """The replay changed neither the trace nor a tensor in place."""
-    if got["slots added to trace.captured"] or got["trace.steps changed"]:
+    if got["slots added to trace.captured"]:
         fail(
-            f"{where}: {call} changed the trace (trace.captured gained slots "
-            f"{got['slots added to trace.captured']}): keep the values of a replay in a dict "
-            "of its own, e.g. dict(trace.captured); a trace is replayed many times and must not "
-            "keep one call's tensors alive."
+            f"{where}: {call} added slots {got['slots added to trace.captured']} to "
+            "trace.captured: keep the values of a replay in a dict of its own, e.g. "
+            "dict(trace.captured); a trace is replayed many times and must not keep one call's "
+            "tensors alive."
         )
+    if got["trace.steps changed"]:
+        fail(f"{where}: {call} changed trace.steps; a replay only reads the trace.")
     if got["tensors changed in place"]:
         fail(
             f"{where}: {call} changed {got['tensors changed in place']} of its input or captured "
@@ -113,14 +115,19 @@ def short_name(function: Any) -> str:
     return function.rsplit(".", 1)[-1] if isinstance(function, str) else show(function)
 
 
+def slot_list(keys: Any) -> list:
+    """Slot numbers (dict keys, strings after JSON) in order, as numbers where they are."""
+    numbers = sorted(int(k) for k in keys if k.lstrip("-").isdigit())
+    return numbers + sorted(k for k in keys if not k.lstrip("-").isdigit())
+
+
 def check_captured(got: dict, want: dict, where: str) -> None:
-    slots = sorted(want, key=int)
-    if sorted(got, key=str) != sorted(want, key=str):
+    if slot_list(got) != slot_list(want):
         fail(
-            f"{where}: captured slots {sorted(got, key=str)}, expected {slots} (a tensor the call "
-            "did not make gets a slot when an op first uses it)"
+            f"{where}: captured slots {slot_list(got)}, expected {slot_list(want)} (a tensor the "
+            "call did not make gets a slot when an op first uses it)"
         )
-    for slot in slots:
+    for slot in sorted(want, key=int):
         g, w = got[slot], want[slot]
         if "parameter" in w and g != w:
             fail(
@@ -257,13 +264,13 @@ def replay_with_gradients(observed: dict, expected: dict) -> None:
             )
         if not close(got["output"], want["output"], OUTPUT_TOLERANCE):
             fail(f"{where}: the output differs from eager ({show(got['output'])})")
-        slots, want_slots = sorted(got["gradients"], key=str), sorted(want["gradients"], key=int)
-        if slots != sorted(want_slots, key=str):
+        if slot_list(got["gradients"]) != slot_list(want["gradients"]):
             fail(
-                f"{where}: gradients for slots {slots}, expected {want_slots} (every input and "
-                "captured tensor that requires grad and gets a gradient)"
+                f"{where}: gradients for slots {slot_list(got['gradients'])}, expected "
+                f"{slot_list(want['gradients'])} (every input and captured tensor that requires "
+                "grad and gets a gradient)"
             )
-        for slot in want_slots:
+        for slot in want["gradients"]:
             if not close(got["gradients"][slot], want["gradients"][slot], GRADIENT_TOLERANCE):
                 fail(f"{where}: the gradient of slot {slot} differs from eager autograd's")
         if got["grad_output changed in place"]:

@@ -1,0 +1,154 @@
+"""The grading sandbox and the verdicts decided in the grading process, piece by piece.
+
+The whole path (a class graded with `python -m solutions grade`) is in test_red_team.py and
+test_course_pipeline.py; here each piece is checked on its own, with real bubblewrap and real
+kernels where a piece runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from solutions.grading import FAILURE_KEY
+from solutions.graph_construction import grade
+from solutions.instructor.course import CommandError
+from solutions.instructor.pipeline import sandbox_problem
+from solutions.instructor.sandbox import Limits, kernel_files, run_submission
+from solutions.instructor.verdicts import (
+    HIDDEN_OF,
+    digest,
+    judge_cell,
+    prepare,
+    read_observations,
+    verdict_outputs,
+)
+from solutions.judging import Verdict, difference
+
+HIDDEN = "assert True\n### BEGIN HIDDEN TESTS\ngrade.f(f)\n### END HIDDEN TESTS\n"
+
+
+def _test_cell(source: str) -> nbformat.NotebookNode:
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "t", "points": 2, "locked": True}
+    return cell
+
+
+def test_prepare_moves_each_hidden_block_into_a_cell_of_its_own() -> None:
+    nb = new_notebook(cells=[new_code_cell("def f(): pass"), _test_cell(HIDDEN)])
+    prepared = prepare(nb)
+    assert [c.source for c in prepared.cells] == ["def f(): pass", "assert True\n", "grade.f(f)\n"]
+    assert prepared.cells[2].metadata["course"] == {HIDDEN_OF: 1}
+    assert nb.cells[1].source == HIDDEN  # the grading copy is left as it was
+    assert digest(prepare(nb)) == digest(prepared)  # a cache key: the same every time
+
+
+def test_observations_are_read_as_data_and_garbage_is_skipped() -> None:
+    text = '{"test": "a", "data": 1}\nnot json\n[1, 2]\n{"test": 3}\n{"test": "a", "data": 2}\n'
+    assert read_observations(text) == {"a": [1, 2]}
+
+
+def test_a_test_observed_twice_or_never_earns_nothing() -> None:
+    test = grade.predict_flags
+    twice = judge_cell(test, {"predict_flags": [{}, {}]}, [])
+    assert twice.failed and "written 2 times" in twice.message
+    error = {"output_type": "error", "ename": "NameError", "evalue": "name 'x' is not defined"}
+    never = judge_cell(test, {}, [error])
+    assert never.failed and "NameError: name 'x' is not defined" in never.message
+    failure = judge_cell(test, {"predict_flags": [{FAILURE_KEY: "it raised"}]}, [])
+    assert failure.failed and failure.message == "predict_flags: it raised"
+
+
+def test_forged_data_of_the_wrong_shape_fails_instead_of_crashing_the_judge() -> None:
+    result = judge_cell(grade.predict_flags, {"predict_flags": [["not", "a", "dict"]]}, [])
+    assert result.failed
+
+
+def test_verdict_outputs_are_what_nbgrader_scores() -> None:
+    assert verdict_outputs([Verdict(False)], 2) == []
+    (partial,) = verdict_outputs([Verdict(False, 1.5)], 2)
+    assert partial.output_type == "execute_result" and partial.data["text/plain"] == "1.5"
+    note, error = verdict_outputs([Verdict(False, None, "a note"), Verdict(True, None, "wrong")], 2)
+    assert note.output_type == "stream" and error.output_type == "error"
+    assert error.evalue == "wrong"
+
+
+def test_difference_names_the_first_place_where_data_differ() -> None:
+    assert difference({"a": [1, 2.0]}, {"a": [1, 2.0 + 1e-12]}) is None
+    assert difference({"a": [1, 3]}, {"a": [1, 2]}) == "a[1]: got 3, expected 2"
+    assert difference({"a": 1}, {"a": 1, "b": 2}) == ": 'b' is missing"
+    assert difference("1", 1) is not None  # a string is not a number
+
+
+def test_a_sandbox_holds_only_the_kernel_half() -> None:
+    files = kernel_files("graph_construction")
+    names = {Path(name).name for name in files}
+    assert {"grade.py", "grading.py", "run_notebook.py"} <= names
+    assert not names & {"reference.py", "judge.py", "wrong_answers.py", "judging.py"}
+    assert not any(
+        name.startswith(("course/source", "tests", "solutions/instructor")) for name in files
+    )
+    source = files["course/notebooks/graph_construction.py"]
+    assert isinstance(source, str) and "BEGIN SOLUTION" not in source
+
+
+def test_grading_refuses_without_bubblewrap_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(CommandError, match="bubblewrap.*--no-sandbox"):
+        sandbox_problem(True)
+    sandbox_problem(False)  # --no-sandbox: allowed (and flagged in the table)
+
+
+def _run(tmp_path: Path, *sources: str, limits: Limits | None = None):
+    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+    path = tmp_path / "notebook.ipynb"
+    nbformat.write(nb, path)
+    return run_submission(path, "tiny", limits or Limits())
+
+
+def _printed(execution) -> str:
+    return "".join(
+        o.get("text", "") + o.get("evalue", "") for i in sorted(execution.outputs)
+        for o in execution.outputs[i]
+    )  # fmt: skip
+
+
+def test_the_sandbox_sees_nothing_of_the_machine(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT")
+    probe = f"""
+import os, socket
+print("uid", os.getuid(), "env", sorted(os.environ))
+for path in [{str(secret)!r}, {str(Path.cwd() / "solutions" / "judging.py")!r}]:
+    print(path, os.path.exists(path))
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+except OSError as error:
+    print("network:", type(error).__name__)
+"""
+    printed = _printed(_run(tmp_path, probe))
+    if os.geteuid() == 0:
+        assert "uid 65534" in printed
+    assert f"{secret} False" in printed and "judging.py False" in printed
+    assert "network:" in printed and "SECRET-CONTENT" not in printed
+    assert "PYTHONPATH" in printed and "COURSE_OBSERVATIONS" in printed
+
+
+def test_one_budget_covers_the_whole_notebook(tmp_path: Path) -> None:
+    limits = Limits(wall_seconds=15, cell_seconds=60)
+    execution = _run(tmp_path, "print('first')", "import time\ntime.sleep(60)", limits=limits)
+    assert "stopped at the 15 s budget" in execution.flags
+    assert execution.outputs[0][0]["text"] == "first\n"  # graded with what finished
+
+
+def test_a_crashing_cell_is_skipped_and_the_rest_runs(tmp_path: Path) -> None:
+    execution = _run(tmp_path, "import os\nos._exit(1)", "print('after')")
+    assert execution.crashed == [0] and execution.finished
+    assert execution.outputs[0][0]["ename"] == "RuntimeError"
+    assert execution.outputs[1][0]["text"] == "after\n"
+    assert json.dumps(execution.outputs)  # plain data all the way
