@@ -94,10 +94,31 @@ def _same_objects(got: list, want: list) -> bool:
     return len(got) == len(want) and all(a is b for a, b in zip(got, want))
 
 
+@pytest.mark.parametrize(
+    ("source", "feedback"),
+    [
+        ("r = _bfs(t)\n    return r + [(torch.ones(1, requires_grad=True) * 2).grad_fn]",
+         "1 object(s) that are not nodes of this graph, e.g. a MulBackward0"),
+        ("return _bfs(t)[1:]", "1 of the graph's 5001 nodes are missing, e.g. AddBackward0"),
+        ("return [t] + _bfs(t)[1:]", "1 object(s) that are not nodes of this graph, e.g. a Tensor"),
+        ("return _bfs(t)[::-1]", "order differs at position 0"),
+        ("return [n.name() for n in _bfs(t)]", "not nodes of this graph, e.g. a str"),
+    ],
+)  # fmt: skip
+def test_collect_nodes_judge_reads_any_list(source: str, feedback: str) -> None:
+    """Exercise 1 is judged from each listed item's own description (grade.py never knows the
+    answer): other objects, foreign nodes, a missing output node and the order are all told."""
+    scope = dict(NB.namespace)
+    exec(f"def collect_nodes(t):\n    {source}\n", scope)
+    scope["_bfs"] = NB.namespace["collect_nodes"]
+    with pytest.raises(AssertionError, match=re.escape(feedback)):
+        grade.collect_nodes(scope["collect_nodes"], seed=5)
+
+
 def test_the_cases_know_their_nodes_in_breadth_first_order() -> None:
-    """What the kernel half numbers nodes and leaves by, and what the stand-in collect_nodes
-    returns, is what the reference finds: a case's builder lists every node of its graph in
-    breadth-first order without walking it."""
+    """What the stand-in collect_nodes returns, and the order leaves are numbered in, is what
+    the reference finds: a case's builder lists every node of its graph in breadth-first order
+    without walking it."""
     checked = 0
     for seed in range(40):
         builders = grade.case_builders(seed)

@@ -9,11 +9,13 @@ student's answer on them and returns what it saw as plain data; solutions/graph_
 judge.py decides the points (NOTE [Hidden tests in two halves] in solutions/grading.py). Nothing
 here imports the reference solutions.
 
-Nodes are numbered from how a case was built, never by walking the graph: the builder knows
-every node of its graph, in the order a breadth-first walk from the output meets them
-(`Case.nodes`). Exercises 2 and 3 build on `collect_nodes`; they are graded with a stand-in for
-it that looks the graded output up in that table, and exercise 7 with minitorch's own
-`minitorch.memory.graph_nodes`, so a mistake in exercise 1 costs only exercise 1.
+Nothing here walks a graph. A case's builder knows every node of its graph from how it built
+it, in the order a breadth-first walk from the output meets them (`Case.nodes`), and its leaves.
+Exercise 1 does not even need that: each node the student lists is described on its own (its
+name, and where its children are in the list), which pins the list down exactly. Exercises 2
+and 3 build on `collect_nodes`; they are graded with a stand-in for it that returns the builder's
+list for the graded output, and exercise 7 with minitorch's own `minitorch.memory.graph_nodes`,
+so a mistake in exercise 1 costs only exercise 1.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ class Case:
 
     description: str  # e.g. "a chain of 5,000 ops (PyTorch)"
     out: Any
-    nodes: list  # every node of out's graph, in breadth-first order
+    nodes: list  # every node of out's graph, in breadth-first order ([] when not kept)
     leaves: list  # the leaves that require grad that out depends on, in the order of their nodes
     seconds: float  # how long building it took
 
@@ -380,11 +382,13 @@ def three_parameters(lib: Any) -> tuple[Any, list, list]:
 
 
 def a_leaf(lib: Any) -> tuple[Any, list, list]:
+    """The output is itself a leaf that requires grad: no nodes, one leaf."""
     x = _leaf(lib, [1.0, 1.0], True)
     return x, [], [x]
 
 
 def no_grad(lib: Any) -> tuple[Any, list, list]:
+    """An op on data without grad: nothing recorded, no leaves."""
     return _leaf(lib, [1.0, 1.0], False) * 2, [], []
 
 
@@ -494,10 +498,10 @@ def run_on_cases(
 # Exercise 1: collect_nodes
 # -------------------------------------------------------------------------------------------------
 def _listed_nodes(result: Any, case: Case, where: str) -> dict:
-    """The student's list, each item described on its own: a node as its name and, for each
-    entry of its next_functions, the position of that node in the list (None for a None entry,
-    {"not listed": name} for a node missing from it); a node listed again as {"again": first
-    position}; None as None; anything else as {"not a node": type}.
+    """The student's list, each item described on its own: a node as a list [number of its name
+    in "names", then for each entry of its next_functions the position of that node in the list
+    (None for a None entry, {"not listed": name} for a node missing from it)]; a node listed
+    again as {"again": its first position}; None as None; anything else as {"not a node": type}.
 
     The grader does not need to know the graph: the list is the breadth-first list exactly when
     it starts at out.grad_fn and these descriptions equal the reference's, position by position
@@ -511,6 +515,7 @@ def _listed_nodes(result: Any, case: Case, where: str) -> dict:
     for index, item in enumerate(result):
         if isinstance(item, node):
             position.setdefault(id(item), index)
+    names: dict[str, int] = {}
     listed: list[Any] = []
     for index, item in enumerate(result):
         if item is None:
@@ -520,20 +525,25 @@ def _listed_nodes(result: Any, case: Case, where: str) -> dict:
         elif position[id(item)] != index:
             listed.append({"again": position[id(item)]})
         else:
+            name = names.setdefault(node_label(item), len(names))
             children = [
                 None
                 if child is None
                 else position.get(id(child), {"not listed": node_label(child)})
                 for child, _ in item.next_functions
             ]
-            listed.append({"name": node_label(item), "children": children})
+            listed.append([name, *children])
     root = case.out.grad_fn
-    return {"listed": listed, "out.grad_fn at": None if root is None else position.get(id(root))}
+    return {
+        "listed": listed,
+        "names": list(names),
+        "out.grad_fn at": None if root is None else position.get(id(root)),
+    }
 
 
 @hidden_test("collect_nodes")
 def collect_nodes(answer: Any, seed: int | None = None) -> dict:
-    """Exercise 1: which of each case's nodes the student lists, in which order."""
+    """Exercise 1: the student's list on every case, each item described on its own."""
     check_callable(answer, "collect_nodes")
     return run_on_cases(answer, seed, "collect_nodes", _listed_nodes, stand_in=False)
 
@@ -665,7 +675,7 @@ def softplus(answer: Any, seed: int | None = None) -> dict:
 # -------------------------------------------------------------------------------------------------
 # Exercise 6: f(x, y) = x**2 + y**3 - sin(x * y)
 # -------------------------------------------------------------------------------------------------
-def _describe_f(lib: Any, out: Any) -> dict:
+def _describe_f(out: Any) -> dict:
     """What exercise 6 checks of `out`, found with minitorch's own graph walk."""
     nodes = [] if out.grad_fn is None else graph_nodes(out.grad_fn)
     leaves = [node.variable for node in nodes if hasattr(node, "variable")]
@@ -705,7 +715,7 @@ def f_and_gradients(answer: Any, seed: int | None = None) -> dict:
                 f"{call}: `out` must be a 0-d {lib_name(lib)} tensor.",
             )
             observed[call] = {
-                "out": _describe_f(lib, out),
+                "out": _describe_f(out),
                 "df_dx": _gradient(df_dx),
                 "df_dy": _gradient(df_dy),
             }

@@ -56,11 +56,6 @@ def tolerant(judge: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return run
 
 
-def _number(item: Any, count: int) -> bool:
-    """Whether `item` numbers one of `count` things (a case's nodes or leaves)."""
-    return type(item) is int and 0 <= item < count
-
-
 # -------------------------------------------------------------------------------------------------
 # Exercise 1: collect_nodes
 # -------------------------------------------------------------------------------------------------
@@ -71,7 +66,8 @@ def collect_nodes(observed: dict, expected: dict) -> None:
     the list is right when it starts at out.grad_fn and the descriptions are the reference's."""
     for where, want in expected.items():
         got = _result(observed, where, "collect_nodes")
-        listed, reference = got["listed"], want["listed"]
+        listed, root_at = got["listed"], got["out.grad_fn at"]
+        reference = [_node(item, want["names"]) for item in want["listed"]]
         if not isinstance(listed, list):
             raise Failure(f"{where}: collect_nodes must return a list.")
         if None in listed:
@@ -80,40 +76,39 @@ def collect_nodes(observed: dict, expected: dict) -> None:
                 "inputs that need no gradient: skip them."
             )
         for item in listed:
-            if "again" in item:
+            if isinstance(item, dict) and "again" in item:
+                name = _node(listed[item["again"]], got["names"])[0]
                 raise Failure(
-                    f"{where}: {listed[item['again']]['name']} is listed more than once. A node "
-                    "reached along several paths (a shared subexpression) must appear once: "
-                    "remember the nodes you have already seen in a set."
+                    f"{where}: {name} is listed more than once. A node reached along several "
+                    "paths (a shared subexpression) must appear once: remember the nodes you "
+                    "have already seen in a set."
                 )
-        strangers = [item["not a node"] for item in listed if "not a node" in item]
-        missing = _missing(listed, reference, got["out.grad_fn at"])
-        reached = _reached(listed, got["out.grad_fn at"])
-        strangers += [item["name"] for index, item in enumerate(listed) if index not in reached]
-        if strangers and not missing:
+        objects = [item["not a node"] for item in listed if isinstance(item, dict)]
+        nodes = [_node(item, got["names"]) if isinstance(item, list) else None for item in listed]
+        reached = _reached(nodes, root_at)
+        strangers = [n[0] for i, n in enumerate(nodes) if n is not None and i not in reached]
+        missing = [reference[0][0]] if reference and root_at is None else []
+        missing += [c["not listed"] for i in reached for c in nodes[i][1:] if isinstance(c, dict)]
+        if objects or (strangers and not missing):
+            others = objects or strangers
             raise Failure(
-                f"{where}: the list has {len(strangers)} object(s) that are not nodes of this "
-                f"graph, e.g. a {strangers[0]}. List the node objects themselves (grad_fn and "
-                "the nodes in next_functions)."
+                f"{where}: the list has {len(others)} object(s) that are not nodes of this "
+                f"graph, e.g. a {others[0]}. List the node objects themselves (grad_fn and the "
+                "nodes in next_functions)."
             )
         if missing:
-            count = len(reference) - len(reached)
+            count = max(1, len(reference) - len(listed))
             raise Failure(
                 f"{where}: {count} of the graph's {len(reference)} nodes are missing, e.g. "
                 f"{missing[0]}. Did you follow every entry of next_functions, and include the "
                 "AccumulateGrad nodes?"
             )
-        if listed != reference:
-            names = [(item["name"], should["name"]) for item, should in zip(listed, reference)]
-            differ = [i for i, (have, name) in enumerate(names) if have != name]
-            position = (
-                differ[0]
-                if differ
-                else next(
-                    i for i, (item, should) in enumerate(zip(listed, reference)) if item != should
-                )
-            )
-            have, name = names[position]
+        if nodes != reference:
+            pairs = list(zip(nodes, reference))
+            differ = [i for i, (item, should) in enumerate(pairs) if item[0] != should[0]]
+            differ = differ or [i for i, (item, should) in enumerate(pairs) if item != should]
+            position = differ[0]  # where the names differ, else where the children do
+            have, name = pairs[position][0][0], pairs[position][1][0]
             raise Failure(
                 f"{where}: the nodes are all there but the order differs at position {position} "
                 f"(you have {'another ' if have == name else ''}{have}, breadth-first order has "
@@ -122,27 +117,20 @@ def collect_nodes(observed: dict, expected: dict) -> None:
             )
 
 
-def _missing(listed: list, reference: list, root_at: int | None) -> list[str]:
-    """Names of graph nodes the list leaves out: children it does not list, or the output's own
-    node."""
-    if reference and root_at is None:
-        return [reference[0]["name"]]
-    return [
-        child["not listed"]
-        for item in listed
-        for child in item.get("children", ())
-        if isinstance(child, dict)
-    ]
+def _node(item: list, names: list[str]) -> list:
+    """A node's description from grade.py, its name spelled out: [name, child positions...]
+    (a child not in the list is {"not listed": name}, a None entry None)."""
+    return [names[item[0]], *item[1:]]
 
 
-def _reached(listed: list, root_at: int | None) -> set[int]:
+def _reached(nodes: list[list | None], root_at: int | None) -> set[int]:
     """Positions of the listed nodes reached from out.grad_fn through listed nodes (a walk over
-    plain data, in the judge)."""
+    plain data, in the judge; `nodes` holds None where the list holds no node)."""
     reached = set() if root_at is None else {root_at}
     to_visit = list(reached)
     while to_visit:
-        for child in listed[to_visit.pop()].get("children", ()):
-            if type(child) is int and child not in reached:
+        for child in nodes[to_visit.pop()][1:]:
+            if type(child) is int and child not in reached and nodes[child] is not None:
                 reached.add(child)
                 to_visit.append(child)
     return reached

@@ -200,10 +200,11 @@ class _Cgroup:
             and (CGROUPS / "pids").is_dir()
         )
 
-    def join(self) -> None:  # runs in the child between fork and exec
-        pid = str(os.getpid())
-        (self.memory / "cgroup.procs").write_text(pid)
-        (self.pids / "cgroup.procs").write_text(pid)
+    def wrap(self, command: list[str]) -> list[str]:
+        """`command`, started by a shell that first moves itself into the groups (a
+        `preexec_fn` would not be safe with grading threads running)."""
+        join = f'echo $$ > "{self.memory}/cgroup.procs" && echo $$ > "{self.pids}/cgroup.procs"'
+        return ["/bin/sh", "-c", f'{join} && exec "$@"', "sh", *command]
 
     def kill_all(self) -> None:
         for _ in range(100):
@@ -279,13 +280,12 @@ def _run(command: list[str], env: dict, limits: Limits, execution: Execution, cw
         execution.flags.append("no cgroup limits (not root)")
     start = time.perf_counter()
     process = subprocess.Popen(
-        command,
+        cgroup.wrap(command) if cgroup else command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
         cwd=cwd,
-        preexec_fn=cgroup.join if cgroup else None,
         start_new_session=True,
     )
     reader = threading.Thread(target=_read_events, args=(process, limits, execution), daemon=True)
@@ -324,12 +324,12 @@ def _read_events(process: subprocess.Popen, limits: Limits, execution: Execution
             continue
         if not isinstance(event, dict):
             continue
-        if "restart" in event:
+        if isinstance(event.get("restart"), int):
             execution.crashed.append(event["restart"])
             execution.outputs.clear()
             execution.observations = ""
-        elif "cell" in event and isinstance(event.get("outputs"), list):
-            execution.outputs[int(event["cell"])] = event["outputs"]
+        elif isinstance(event.get("cell"), int) and isinstance(event.get("outputs"), list):
+            execution.outputs[event["cell"]] = event["outputs"]
             if isinstance(event.get("observations"), str):
                 execution.observations += event["observations"]
         elif event.get("done"):

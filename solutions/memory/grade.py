@@ -33,7 +33,6 @@ import minitorch
 from minitorch import memory, nn
 from minitorch.autograd.function import BackwardNode
 from minitorch.autograd.grad_mode import _state as _minitorch_state
-from minitorch.utils.checkpoint import checkpoint_sequential
 from solutions.grading import Failure, call_student, check_callable, expect, hidden_test
 
 F64 = torch.float64
@@ -80,8 +79,9 @@ def _grads(named: list[tuple[str, Any]]) -> dict[str, Any]:
     return {name: None if t.grad is None else t.grad.detach() for name, t in named}
 
 
-def _peak(run: Callable[[], Any]) -> tuple[int, Any]:
-    """(bytes allocated at the peak of `run()` on top of what was live before, its result)."""
+def measure_peak(run: Callable[[], Any]) -> tuple[int, Any]:
+    """(bytes allocated at the peak of `run()` on top of what was live before, its result),
+    measured as `_measure` does."""
     peak, _, result = _measure(run)
     return peak, result
 
@@ -385,7 +385,7 @@ def _checkpointed_step(model: nn.Sequential, x: Any, wrap: Callable | None) -> d
     def step() -> None:
         _run_segments(model, x, wrap).sum().backward()
 
-    peak, _ = _peak(step)
+    peak, _ = measure_peak(step)
     named = [(f"parameter {name}", p) for name, p in model.named_parameters()]
     return {"peak": peak, "gradients": _grads([*named, ("the input x", x)])}
 
@@ -482,21 +482,6 @@ def segment_call(kind: str, depth: int, width: int, batch: int) -> str:
     return f"best_segments(model, x) for {depth} {blocks} of width {width}, batch {batch}"
 
 
-def segment_peaks(model: nn.Sequential, x: Any) -> list[int]:
-    """The measured peak of a checkpointed step for every number of segments, 1 to len(model)."""
-    peaks = []
-    for segments in range(1, len(model) + 1):
-        model.zero_grad()
-        peak, _ = _peak(
-            lambda s=segments: (
-                checkpoint_sequential(model, s, x, use_reentrant=False).sum().backward()
-            ),
-        )
-        peaks.append(peak)
-    model.zero_grad()
-    return peaks
-
-
 @hidden_test("best_segments")
 @_one_ledger
 def best_segments(answer: Any, seed: int | None = None) -> dict:
@@ -536,11 +521,13 @@ def step_within_budget(answer: Any, seed: int | None = None) -> dict:
         inputs, targets = _randn(gen, batch, 16), _randn(gen, batch, 4)
         model = _mlp(base, [16, 64, 64, 4])
         named = list(model.named_parameters())
-        one_peak, _ = _peak(
+        one_peak, _ = measure_peak(
             lambda m=model, x=inputs, y=targets: loss_fn(m(x[:1]), y[:1]).backward()
         )
         model.zero_grad()
-        full_peak, _ = _peak(lambda m=model, x=inputs, y=targets: loss_fn(m(x), y).backward())
+        full_peak, _ = measure_peak(
+            lambda m=model, x=inputs, y=targets: loss_fn(m(x), y).backward()
+        )
         want = _grads(named)
         model.zero_grad()
         # What one sample needs, plus a fraction of what the rest of the batch adds.
@@ -550,7 +537,7 @@ def step_within_budget(answer: Any, seed: int | None = None) -> dict:
             f"batch of {batch} (the full batch needs {full_peak:,} bytes)"
         )
         arguments = (model, loss_fn, inputs, targets, budget)
-        peak, _ = _peak(lambda a=arguments, c=call: call_student(answer, *a, call=c))
+        peak, _ = measure_peak(lambda a=arguments, c=call: call_student(answer, *a, call=c))
         data[f"a batch of {batch}, budget {fraction} of the way"] = {
             "call": call,
             "budget": budget,
@@ -597,7 +584,7 @@ def truncated_bptt(answer: Any, seed: int | None = None) -> dict:
     peaks = {}
     for steps in BPTT_PEAK_STEPS:
         cell, xs, targets, h0 = _rnn_setup(base, steps)
-        peaks[str(steps)], _ = _peak(
+        peaks[str(steps)], _ = measure_peak(
             lambda c=cell, x=xs, t=targets, h=h0, s=steps: call_student(
                 answer, c, x, t, h, 4, call=f"truncated_bptt(..., k=4) on {s} steps"
             )
