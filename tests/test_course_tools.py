@@ -158,8 +158,10 @@ def test_release_holds_only_the_notebook(released_course: Path) -> None:
     assert [p.name for p in release.iterdir()] == [f"{NOTEBOOK_1}.ipynb"]
 
 
-def test_grader_code_in_feedback_is_a_leak(course_copy: Path, secrets: set[str]) -> None:
-    grader = (REPO_ROOT / "solutions" / NOTEBOOK_1 / "grade.py").read_text()
+def test_judge_code_in_feedback_is_a_leak(course_copy: Path, secrets: set[str]) -> None:
+    """The judges never reach a sandbox: a line of them in feedback is a leak. (The kernel half,
+    grade.py, is in every sandbox, so a student may print it.)"""
+    grader = (REPO_ROOT / "solutions" / NOTEBOOK_1 / "judge.py").read_text()
     line = next(line for line in grader.splitlines() if leaks._normalize(line) in secrets)
     feedback = course_copy / "feedback" / "alice" / NOTEBOOK_1 / f"{NOTEBOOK_1}.html"
     feedback.parent.mkdir(parents=True)

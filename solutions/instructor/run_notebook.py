@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import nbformat
 from nbclient import NotebookClient
@@ -87,6 +88,16 @@ def address_space_cap(limit: int) -> str:
     return f'--IPKernelApp.exec_lines=["{call}"]'
 
 
+def _name_the_timeout(cell: nbformat.NotebookNode, timeout: int) -> None:
+    """The interrupt that stopped a cell at its time limit shows as a KeyboardInterrupt: say
+    what happened instead (the instructor's table flags CellTimeoutError as "timed out")."""
+    for output in cell.outputs:
+        if output.get("output_type") == "error" and output.get("ename") == "KeyboardInterrupt":
+            output["ename"] = "CellTimeoutError"
+            output["evalue"] = f"the cell ran longer than {timeout} s and was stopped"
+            output["traceback"] = [f"CellTimeoutError: {output['evalue']}"]
+
+
 def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations, cap: int) -> None:
     """Execute `nb`, emitting each cell's outputs; re-run after a cell that kills the kernel."""
     for _ in range(MAX_CRASHES + 1):
@@ -106,7 +117,10 @@ def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations, cap
                         continue
                     running = index
                     cell.outputs = []
+                    start = time.monotonic()
                     client.execute_cell(cell, index)
+                    if time.monotonic() - start >= timeout:
+                        _name_the_timeout(cell, timeout)
                     outputs = [_trimmed(dict(output)) for output in cell.outputs]
                     emit({"cell": index, "outputs": outputs, "observations": observations.new()})
             emit({"done": True, "problem": None})
