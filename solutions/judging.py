@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from solutions.grading import FAILURE_KEY, Failure, HiddenTest, through_json
 
 RELATIVE_TOLERANCE = 1e-6
@@ -69,6 +71,20 @@ def difference(observed: Any, expected: Any, where: str = "") -> str | None:
         if observed == expected
         else f"{where}: got {_short(observed)}, expected {_short(expected)}"
     )
+
+
+def is_tensor(data: Any) -> bool:
+    """Whether `data` is a tensor as `grading.plain` writes it."""
+    return isinstance(data, dict) and set(data) == {"shape", "dtype", "values"}
+
+
+def as_tensor(data: Any) -> torch.Tensor | None:
+    """A tensor as `grading.plain` wrote it, back as a float64 PyTorch tensor (None stays None;
+    non-finite values, written as their repr, come back as what they were)."""
+    if data is None:
+        return None
+    values = torch.tensor([float(v) for v in data["values"]], dtype=torch.float64)
+    return values.reshape([int(n) for n in data["shape"]])
 
 
 def same(observed: Any, expected: Any) -> None:

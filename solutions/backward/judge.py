@@ -17,7 +17,7 @@ from typing import Any
 from solutions.backward.grade import NO_PREDICTION
 from solutions.grading import Failure
 from solutions.grading import observed as same_in_both_libraries
-from solutions.judging import partial
+from solutions.judging import is_tensor, partial
 from solutions.reference_cells import given
 
 PREDICT_SECOND_BACKWARD_POINTS = 2  # the points of the exercise's test cell
@@ -33,15 +33,11 @@ def _short(value: Any, limit: int = 80) -> str:
 # -------------------------------------------------------------------------------------------------
 # Tensors as plain data: {"shape": [...], "dtype": "float64", "values": [...]}
 # -------------------------------------------------------------------------------------------------
-def _is_tensor(data: Any) -> bool:
-    return isinstance(data, dict) and set(data) == {"shape", "dtype", "values"}
-
-
 def _close(
     got: Any, want: dict, rtol: float = 1e-7, atol: float = 1e-9, scale: float = 1.0
 ) -> bool:
     """Whether the tensor `got` has the shape of `want` and its values (times `scale`)."""
-    if not _is_tensor(got) or got["shape"] != want["shape"]:
+    if not is_tensor(got) or got["shape"] != want["shape"]:
         return False
     return all(
         math.isclose(float(a), float(b) * scale, rel_tol=rtol, abs_tol=atol)
@@ -65,7 +61,7 @@ def _transposed(got: dict) -> dict:
 
 def _tensor(got: Any, where: str) -> dict:
     """`got` if it is a plain tensor; else a Failure (a tensor subclass is not one)."""
-    if not _is_tensor(got):
+    if not is_tensor(got):
         raise Failure(f"{where} must return a plain tensor, not a {got.get('type', got)}.")
     return got
 
@@ -188,7 +184,7 @@ def _check_leaf_grad(got: dict, want: dict, where: str) -> None:
             f"{where}: .grad is None, PyTorch's backward gives it a gradient. Does your engine "
             "reach every AccumulateGrad node and write into node.variable.grad?"
         )
-    if not _is_tensor(got["grad"]):
+    if not is_tensor(got["grad"]):
         raise Failure(f"{where}: .grad is {got['grad']}, not a tensor of the leaf's library.")
     if got["grad requires grad"]:
         raise Failure(

@@ -21,7 +21,7 @@ import torch
 from solutions.dynamic_models.grade import LEARNING_RATE, MAX_EPOCHS, TRAIN_SIZE
 from solutions.dynamic_models.reference import OUTCOMES
 from solutions.grading import FAILURE_KEY, Failure, observed
-from solutions.judging import partial
+from solutions.judging import as_tensor, is_tensor, partial
 from solutions.reference_cells import given
 
 # The points of the partial-credit exercises (their test cells' points in the notebook).
@@ -35,24 +35,12 @@ MAX_RUNS_PER_BRANCH = 4
 # -------------------------------------------------------------------------------------------------
 # Reading the data (a student could forge it: anything unreadable fails, never crashes)
 # -------------------------------------------------------------------------------------------------
-def tensor(data: Any) -> torch.Tensor | None:
-    """A tensor as plain() wrote it, back as a float64 PyTorch tensor (None stays None)."""
-    if data is None:
-        return None
-    values = torch.tensor([float(v) for v in data["values"]], dtype=torch.float64)
-    return values.reshape([int(n) for n in data["shape"]])
-
-
-def is_tensor(data: Any) -> bool:
-    return isinstance(data, dict) and set(data) == {"shape", "dtype", "values"}
-
-
 def close(got: Any, want: Any, tol: float = 1e-9) -> bool:
     """The observed tensor `got` equals the expected `want`: same shape and dtype, and values
     within rtol 1e-7 and atol `tol`."""
     if not (is_tensor(got) and is_tensor(want)) or got["dtype"] != want["dtype"]:
         return False
-    a, b = tensor(got), tensor(want)
+    a, b = as_tensor(got), as_tensor(want)
     return a.shape == b.shape and torch.allclose(a, b, rtol=1e-7, atol=tol, equal_nan=True)
 
 
@@ -222,7 +210,7 @@ def summarize(observed: dict, expected: dict) -> None:
     if len(observed["cases"]) != len(expected["cases"]):
         raise Failure("the test did not observe every case.")
     for case, want in zip(observed["cases"], expected["cases"]):
-        output, lengths = tensor(want["output"]), want["lengths"]
+        output, lengths = as_tensor(want["output"]), want["lengths"]
         for where, seen, truth in items(case["results"], want["results"]):
             for name in ("last", "mean"):
                 if seen[name]["dtype"] != truth[name]["dtype"]:
@@ -231,9 +219,11 @@ def summarize(observed: dict, expected: dict) -> None:
                         f"{truth[name]['dtype']} (the dtype of output)."
                     )
             if not close(seen["last"], truth["last"]):
-                _explain_last(tensor(seen["last"]), output, lengths, where)
+                _explain_last(as_tensor(seen["last"]), output, lengths, where)
             if not close(seen["mean"], truth["mean"]):
-                _explain_mean(tensor(seen["mean"]), tensor(truth["mean"]), output, lengths, where)
+                _explain_mean(
+                    as_tensor(seen["mean"]), as_tensor(truth["mean"]), output, lengths, where
+                )
             if not close(seen["gradient"], truth["gradient"]):
                 raise Failure(
                     f"{where}: the gradient with respect to output differs from running each "
@@ -276,7 +266,7 @@ def _explain_mean(
     got: torch.Tensor, want: torch.Tensor, output: torch.Tensor, lengths: list, where: str
 ) -> None:
     steps = output.shape[1]
-    counts = torch.tensor(lengths, dtype=torch.float64).unsqueeze(1)
+    counts = torch.as_tensor(lengths, dtype=torch.float64).unsqueeze(1)
     if got.shape == want.shape and torch.allclose(got, want * counts / steps):
         raise Failure(
             f"{where}: mean divides the sum of the valid steps by the padded length {steps}; "
@@ -297,7 +287,7 @@ def sequence_classifier(observed: dict, expected: dict) -> None:
     if not observed["parameters"]:
         raise Failure(f"{call} has no parameters.")
     where = f"model(padded, lengths) with lengths = {observed['lengths']}"
-    scores = tensor(observed["scores"])
+    scores = as_tensor(observed["scores"])
     if not close(observed["scores with other padding"], observed["scores"], 1e-5):
         raise Failure(
             f"{where}: the scores change when the padding holds other values or the batch has "
@@ -305,7 +295,7 @@ def sequence_classifier(observed: dict, expected: dict) -> None:
             "from the final hidden state h_n, which stops at each sequence's last valid step."
         )
     for i, alone in enumerate(observed["scores of each sequence alone"]):
-        if not torch.allclose(tensor(alone), scores[i], rtol=1e-7, atol=1e-5):
+        if not torch.allclose(as_tensor(alone), scores[i], rtol=1e-7, atol=1e-5):
             raise Failure(
                 f"{where}: the scores of sequence {i} differ from its scores when it is run "
                 "alone. Classify from h_n, the state at each sequence's own last step (the "

@@ -41,6 +41,7 @@ RUNNER = Path(__file__).with_name("run_notebook.py")
 CGROUPS = Path("/sys/fs/cgroup")
 NOBODY = 65534
 HOME = "/home/student"
+GRADING = "/grading"
 ADDRESS_SPACE = 4 * 2**30  # per kernel process; torch alone reserves more than it uses
 
 
@@ -155,6 +156,9 @@ def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) ->
     args += ["--proc", "/proc", "--dev", "/dev"]
     for scratch in ("/tmp", HOME):  # private, bounded, gone with the sandbox
         args += ["--perms", "01777", "--size", str(limits.disk_bytes), "--tmpfs", scratch]
+    # The observations get a disk of their own: a notebook that fills its home by accident
+    # (a saved checkpoint too many) still gets its hidden tests judged.
+    args += ["--perms", "01777", "--size", str(16 * 2**20), "--tmpfs", GRADING]
     args += ["--chdir", HOME]
     env = {
         "HOME": HOME,
@@ -165,7 +169,7 @@ def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) ->
         "MPLCONFIGDIR": f"{HOME}/.matplotlib",
         "JUPYTER_RUNTIME_DIR": f"{HOME}/.jupyter-runtime",
         "IPYTHONDIR": f"{HOME}/.ipython",
-        "COURSE_OBSERVATIONS": f"{HOME}/.observations.jsonl",
+        "COURSE_OBSERVATIONS": f"{GRADING}/observations.jsonl",
         "OMP_NUM_THREADS": "1",
     }
     args += ["--clearenv"]

@@ -18,6 +18,7 @@ import torch
 from minitorch import memory, nn
 from minitorch.utils.checkpoint import checkpoint_sequential
 from solutions.grading import Failure
+from solutions.judging import as_tensor
 from solutions.memory import grade
 
 LOSS_TOLERANCE = 1e-9  # relative, for losses computed by the same float64 program
@@ -34,20 +35,12 @@ def _number(value: Any) -> str:
     return f"{value:.6g}" if type(value) in (int, float) else str(value)
 
 
-def _tensor(data: Any) -> torch.Tensor | None:
-    """A tensor that `grading.plain` described ({"shape", "dtype", "values"}), in float64."""
-    if not (isinstance(data, dict) and {"shape", "values"} <= set(data)):
-        return None
-    values = torch.tensor([float(v) for v in data["values"]], dtype=torch.float64)
-    return values.reshape(data["shape"])
-
-
 def check_gradients(got: dict, want: dict, where: str, hint: str) -> None:
     """Fail unless every gradient in `want` (name -> plain tensor) is in `got`, with the same
     shape and values within GRADIENT_RTOL / GRADIENT_ATOL."""
     got = got if isinstance(got, dict) else {}
     for name, expected in want.items():
-        g, w = _tensor(got.get(name)), _tensor(expected)
+        g, w = as_tensor(got.get(name)), as_tensor(expected)
         if g is None:
             raise Failure(f"{where}: {name}.grad is None, it should hold a gradient. {hint}")
         if g.shape != w.shape:
@@ -352,7 +345,7 @@ def _hooked_mlp(where: str, got: dict, plain: dict) -> None:
             "somewhere."
         )
     for name, want in plain["gradients"].items():
-        g, w = _tensor(got["gradients"].get(name)), _tensor(want)
+        g, w = as_tensor(got["gradients"].get(name)), as_tensor(want)
         if g is None:
             raise Failure(f"on {where}: {name}.grad is None after backward.")
         dtype, want_dtype = got["gradient dtypes"].get(name), plain["gradient dtypes"][name]

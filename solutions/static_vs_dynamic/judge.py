@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from solutions.grading import Failure
-from solutions.judging import difference, partial
+from solutions.judging import difference, is_tensor, partial
 from solutions.reference_cells import given
 from solutions.static_vs_dynamic.grade import MISMATCH_WORDS, SPEEDUP_FLOOR
 
@@ -31,10 +31,6 @@ def fail(message: str) -> None:
 # -------------------------------------------------------------------------------------------------
 # Tensors as plain data ({"shape", "dtype", "values"}, see grading.plain)
 # -------------------------------------------------------------------------------------------------
-def is_tensor(data: Any) -> bool:
-    return isinstance(data, dict) and set(data) == {"shape", "dtype", "values"}
-
-
 def close(got: Any, want: Any, tolerance: float) -> bool:
     """Whether `got` is a tensor of `want`'s shape and dtype with the same values."""
     if not (is_tensor(got) and is_tensor(want)):
