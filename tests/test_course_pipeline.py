@@ -35,8 +35,12 @@ from solutions.instructor import report
 from solutions.instructor.cli import main
 from solutions.instructor.course import open_course
 
-# nbgrader re-adds a deleted test cell without a cell id; nbformat warns about it.
-pytestmark = pytest.mark.filterwarnings("ignore:Cell is missing an id field")
+# nbgrader re-adds a deleted test cell without a cell id; nbformat warns about it. A class of
+# kernels: opt-in with --classes (the default run grades the red-team class of test_red_team.py).
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Cell is missing an id field"),
+    pytest.mark.classes,
+]
 
 TEST_TIMEOUT_S = 10  # per cell, for the infinite loop (the course config says 30)
 
