@@ -18,7 +18,6 @@ points (solutions/judging.py); without a judge function the data must simply be 
 Each hidden test starts from a clean state (grad mode on, no anomaly mode, no saved-tensor hooks)
 so that a state a student left behind costs nothing outside its own exercise.
 
-The older form, `@grader`, decides in the kernel; it remains for graders not yet split.
 
 A grader is a function `check(student_object)` decorated with `@grader("what the student wrote")`.
 Inside it, call student code through `call_student` and state expectations with `expect`. Whatever
@@ -121,43 +120,6 @@ def call_student(function: Callable, *args: Any, call: str) -> Any:
         raise Failure(f"{call} raised {type(error).__name__}: {error}") from None
 
 
-def grader(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Wrap a check so that every failure reaches the student as a clean AssertionError.
-
-    `what` names the graded object in messages, e.g. "collect_nodes". The check's return value
-    is passed on: None for full marks, or a number of points for partial credit (the hidden
-    test cell shows it as its result, which nbgrader reads as the cell's score).
-
-    A check that takes `seed=` gets a fixed one derived from `what` when the caller passes none,
-    so grading the same submission twice gives the same score (re-running a class's autograde
-    must not change anyone's grade); tests pass other seeds to try many random cases.
-    """
-
-    def wrap(check: Callable[..., Any]) -> Callable[..., Any]:
-        takes_seed = "seed" in inspect.signature(check).parameters
-
-        @functools.wraps(check)
-        def run(answer: Any, **options: Any) -> Any:
-            if takes_seed and options.get("seed") is None:
-                options["seed"] = zlib.crc32(what.encode())
-            try:
-                return check(answer, **options)
-            except Failure as failure:
-                message = str(failure)
-            except NotImplementedError:
-                message = f"{what} is not implemented yet (it raises NotImplementedError)."
-            except Exception as error:  # a grader must never show its own traceback
-                message = (
-                    f"grading {what} stopped with {type(error).__name__}: {error}. "
-                    "Check that it follows the contract stated in the exercise."
-                )
-            raise AssertionError(f"{what}: {message}") from None
-
-        return run
-
-    return wrap
-
-
 def with_globals(function: Callable, **names: Any) -> Callable:
     """A copy of the student's `function` that sees `names` in place of the globals of those
     names, e.g. the reference versions of the earlier exercises it builds on, so that a mistake
@@ -204,15 +166,6 @@ def observed(key: str, run: Callable[[Any], Any]) -> Any:
     if len(outcomes) != 1:
         raise RuntimeError(f"{key!r} behaves differently in PyTorch and minitorch")
     return outcomes.pop()
-
-
-def partial_credit(wrong: list[str], total: int, points: float, hint: str) -> float:
-    """The points for `total` predictions of which the keys in `wrong` are wrong: an equal
-    share per right one. Names the wrong ones (printed: feedback, not a failure)."""
-    right = total - len(wrong)
-    if wrong:
-        print(f"{right} of {total} predictions right; wrong: {', '.join(wrong)}. {hint}")
-    return round(points * right / total, 2)
 
 
 # -------------------------------------------------------------------------------------------------

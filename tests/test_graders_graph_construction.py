@@ -69,12 +69,12 @@ def test_recursion_is_caught_even_with_a_raised_limit() -> None:
 
 
 def test_wrapper_reports_grader_bugs_and_non_callables_cleanly() -> None:
-    @grading.grader("demo")
     def broken(answer: Any) -> None:
         raise KeyError("internal")
 
+    broken.__module__ = "solutions.demo.grade"
     with pytest.raises(AssertionError, match="grading demo stopped with KeyError") as caught:
-        broken(None)
+        grading.hidden_test("demo")(broken)(None)
     assert caught.value.__suppress_context__
     with pytest.raises(AssertionError, match="expected a function, got int"):
         grade.collect_nodes(3)

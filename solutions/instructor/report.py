@@ -26,7 +26,6 @@ MISSING_NOTEBOOK = "notebook missing"
 NOT_GRADED = "not graded"
 OUT_OF_MEMORY = "out of memory"
 NOT_SANDBOXED = "not sandboxed (--no-sandbox)"
-VERDICT_IN_KERNEL = "verdict read from the kernel"
 CHANGED_SINCE_COLLECTED = "changed since collection"
 
 
@@ -106,8 +105,6 @@ def _check_sandbox(row: StudentRow, report: Path) -> None:
             _flag(row, flag)
     if not info.get("sandboxed", True):
         _flag(row, NOT_SANDBOXED)
-    if info.get("verdict_in_kernel"):
-        _flag(row, VERDICT_IN_KERNEL)
 
 
 def _check_unchanged(row: StudentRow, path: Path, checksum: str | None) -> None:

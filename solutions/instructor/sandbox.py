@@ -93,22 +93,9 @@ def kernel_files(assignment: str) -> dict[str, Path | str]:
     return files
 
 
-def verdict_in_kernel(assignment: str) -> bool:
-    """True while an assignment's grade.py still has graders of the older, in-kernel form (they
-    need the reference in the sandbox: the table flags such results)."""
-    grade = REPO_ROOT / "solutions" / assignment / "grade.py"
-    return grade.is_file() and "@grader(" in grade.read_text()
-
-
 def project_copy(destination: Path, assignment: str) -> Path:
     """Write the sandbox's read-only project (see `kernel_files`) into `destination`."""
     files = kernel_files(assignment)
-    if verdict_in_kernel(assignment):
-        package = REPO_ROOT / "solutions" / assignment
-        files[f"solutions/{assignment}/reference.py"] = package / "reference.py"
-        files[f"course/notebooks/{assignment}.py"] = (
-            REPO_ROOT / "course/notebooks" / f"{assignment}.py"
-        )
     for relative, source in files.items():
         target = destination / relative
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
 from solutions.grading import HiddenTest
-from solutions.instructor.sandbox import Execution, Limits, run_submission, verdict_in_kernel
+from solutions.instructor.sandbox import Execution, Limits, run_submission
 from solutions.judging import Verdict, verdict
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
@@ -65,11 +65,10 @@ def digest(nb: NotebookNode) -> str:
 
 def hidden_tests(assignment: str, source: str) -> list[HiddenTest] | None:
     """The hidden tests a test cell calls (`grade.<name>(...)` lines of its hidden block), or
-    None when its verdict can only be read from the kernel: plain asserts, or graders of the
-    older in-kernel form (the report flags those)."""
+    None when its verdict can only be read from the kernel: plain asserts, not calls."""
     block = HIDDEN_BLOCK.search(source)
     names = HIDDEN_CALL.findall(block.group(1)) if block else []
-    if not names or verdict_in_kernel(assignment):
+    if not names:
         return None
     grade = importlib.import_module(f"solutions.{assignment}.grade")
     tests = [getattr(grade, name, None) for name in names]
@@ -97,7 +96,7 @@ def _why_not_observed(outputs: list) -> str:
 
 
 def _kernel_verdict(outputs: list) -> Verdict:
-    """The verdict an older, in-kernel grader reported in its cell (flagged in the report)."""
+    """The verdict of a hidden block of plain asserts, read from its cell's outputs."""
     for output in outputs:
         if output.get("output_type") == "error":
             return Verdict(True, None, f"{output.get('ename')}: {output.get('evalue')}")
@@ -240,7 +239,6 @@ class SandboxedAutograde(NbGraderPreprocessor):
         report = {key: value for key, value in asdict(execution).items() if key != "outputs"}
         report.pop("observations")
         report["sandboxed"] = self.sandbox
-        report["verdict_in_kernel"] = verdict_in_kernel(info["assignment"])
         folder = Path(self.report_dir)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{info['student']}.{info['notebook']}.json").write_text(json.dumps(report))
