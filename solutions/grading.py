@@ -19,25 +19,28 @@ Each hidden test starts from a clean state (grad mode on, no anomaly mode, no sa
 so that a state a student left behind costs nothing outside its own exercise.
 
 
-A grader is a function `check(student_object)` decorated with `@grader("what the student wrote")`.
-Inside it, call student code through `call_student` and state expectations with `expect`. Whatever
-goes wrong (an expectation, an exception in the student's code, `NotImplementedError` from the
-blank release, a RecursionError, even a bug in the grader) reaches the student as one
-`AssertionError` raised `from None` by the wrapper. The traceback in the notebook and in the
-feedback therefore shows only the hidden test's call line and the wrapper's raise line: never the
-grader's checks, never the reference solution.
+Inside a kernel half, call student code through `call_student` (or `bounded_call`, with a time
+bound) and state expectations with `expect`. Whatever goes wrong (an expectation, an exception in
+the student's code, `NotImplementedError` from the blank release, a RecursionError) becomes the
+observation's failure message; judged, it reaches the student as one `AssertionError` raised
+`from None`, so the traceback in the notebook and in the feedback shows only the hidden test's
+call line: never the grader's checks, never the reference solution.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import inspect
 import json
 import math
 import os
 import sys
+import threading
+import time
 import types
+import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -118,6 +121,91 @@ def call_student(function: Callable, *args: Any, call: str) -> Any:
         ) from None
     except Exception as error:  # the student's own bug, reported in their words
         raise Failure(f"{call} raised {type(error).__name__}: {error}") from None
+
+
+def quiet_call(function: Callable, *args: Any, call: str) -> Any:
+    """`call_student(function, *args)` with warnings silenced: a warning (e.g. PyTorch's about
+    float() of a tensor that requires grad) never costs points, even where warnings are errors.
+    (Graders that count the warnings an answer gives call `call_student`.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call_student(function, *args, call=call)
+
+
+# -------------------------------------------------------------------------------------------------
+# Time bounds. A walk without a set of visited nodes is exponential on a chain of diamonds: it
+# never returns, so the call is interrupted, not only timed.
+# -------------------------------------------------------------------------------------------------
+class TimeLimitExceeded(BaseException):
+    """Raised inside student code that runs past its time bound (a BaseException, so that an
+    `except Exception` in the student's code does not swallow it)."""
+
+
+def _raise_in_thread(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Make `thread_id` raise `exception` at its next Python instruction (None: cancel one that
+    is still pending)."""
+    error = ctypes.py_object(exception) if exception is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), error)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeLimitExceeded in the block once it has run `seconds` (again every 0.1 s while
+    it keeps running). Python code is interrupted between two instructions; a long call into C
+    finishes first. Works in any thread, and leaves signals alone."""
+    target = threading.get_ident()
+    lock = threading.Lock()
+    done = threading.Event()
+    state = {"armed": True, "fired": False}
+
+    def watch() -> None:
+        delay = seconds
+        while not done.wait(delay):
+            with lock:
+                if not state["armed"]:
+                    return
+                _raise_in_thread(target, TimeLimitExceeded)
+                state["fired"] = True
+            delay = 0.1
+
+    def disarm() -> None:
+        with lock:
+            state["armed"] = False
+            if state["fired"]:
+                _raise_in_thread(target, None)
+        done.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        while True:  # an interrupt that arrives while disarming is dropped, and disarming retried
+            try:
+                disarm()
+                break
+            except TimeLimitExceeded:
+                continue
+
+
+def bounded_call(function: Callable, *args: Any, call: str, seconds: float) -> tuple[Any, bool]:
+    """`quiet_call(function, *args)` under Python's default recursion limit and a time bound:
+    (result, True), or (None, False) when it ran longer than `seconds`. Fails if the student's
+    code changed the recursion limit (a recursive walk must not hide behind a raised limit)."""
+    start = time.perf_counter()
+    try:
+        with recursion_limit(DEFAULT_RECURSION_LIMIT), time_limit(seconds):
+            limit = sys.getrecursionlimit()
+            result = quiet_call(function, *args, call=call)
+            changed = sys.getrecursionlimit() != limit
+    except TimeLimitExceeded:
+        return None, False
+    expect(
+        not changed,
+        f"{call} changed Python's recursion limit. Graphs can be deeper than any limit: walk "
+        "them with a loop and a deque (or a list used as a stack) instead of recursion.",
+    )
+    return result, time.perf_counter() - start <= seconds
 
 
 def with_globals(function: Callable, **names: Any) -> Callable:

@@ -107,3 +107,9 @@ def test_non_callables_fail_cleanly(assignment: str, grade_id: str) -> None:
     with pytest.raises(AssertionError, match=r"expected a .*, got int|must be a class") as caught:
         grader(3)
     assert caught.value.__suppress_context__
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_exercise_has_a_correct_variant(assignment: str) -> None:
+    nb = course_notebook(assignment)
+    assert set(nb.right_answers) == set(nb.exercises)

@@ -173,10 +173,10 @@ def test_time_limit_stops_a_runaway_call_and_nothing_arrives_later() -> None:
                 pass
 
     start = time.perf_counter()
-    assert grade.bounded_call(forever, call="forever()", seconds=0.2) == (None, False)
+    assert grading.bounded_call(forever, call="forever()", seconds=0.2) == (None, False)
     assert time.perf_counter() - start < 5
     for _ in range(20):  # no interrupt is left pending for the code that runs next
-        assert grade.bounded_call(lambda: sum(range(10_000)), call="f()", seconds=5) == (
+        assert grading.bounded_call(lambda: sum(range(10_000)), call="f()", seconds=5) == (
             49995000,
             True,
         )

@@ -13,11 +13,20 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_support import (
+    NOTEBOOK_1,
+    copy_course,
+    reference_answers,
+    with_answers,
+    write_submission,
+)
 from nbformat.v4 import new_code_cell, new_notebook
 
 from solutions.grading import FAILURE_KEY
 from solutions.graph_construction import grade
-from solutions.instructor.course import CommandError
+from solutions.instructor import pipeline, report, verdicts
+from solutions.instructor.cli import main
+from solutions.instructor.course import CommandError, open_course
 from solutions.instructor.pipeline import sandbox_problem
 from solutions.instructor.sandbox import Limits, kernel_files, run_submission
 from solutions.instructor.verdicts import (
@@ -45,7 +54,11 @@ def test_prepare_moves_each_hidden_block_into_a_cell_of_its_own() -> None:
     assert [c.source for c in prepared.cells] == ["def f(): pass", "assert True\n", "grade.f(f)\n"]
     assert prepared.cells[2].metadata["course"] == {HIDDEN_OF: 1}
     assert nb.cells[1].source == HIDDEN  # the grading copy is left as it was
-    assert digest(prepare(nb)) == digest(prepared)  # a cache key: the same every time
+    key = digest(prepared, "graph_construction", Limits(), True)
+    assert digest(prepare(nb), "graph_construction", Limits(), True) == key  # the same each time
+    assert digest(prepared, "graph_construction", Limits(cell_seconds=5), True) != key
+    assert digest(prepared, "graph_construction", Limits(), False) != key
+    assert digest(prepared, "backward", Limits(), True) != key  # other graders: run it again
 
 
 def test_observations_are_read_as_data_and_garbage_is_skipped() -> None:
@@ -152,3 +165,34 @@ def test_a_crashing_cell_is_skipped_and_the_rest_runs(tmp_path: Path) -> None:
     assert execution.outputs[0][0]["ename"] == "RuntimeError"
     assert execution.outputs[1][0]["text"] == "after\n"
     assert json.dumps(execution.outputs)  # plain data all the way
+
+
+def test_results_executed_elsewhere_are_judged_without_running_again(
+    released_course: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`execute` is what a batch system runs per submission; `autograde --results` then only
+    judges and records (run_submission is made to fail, to prove that nothing runs again)."""
+    course = copy_course(released_course, tmp_path / "course")
+    source = nbformat.read(course / "source" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb", as_version=4)
+    release = nbformat.read(course / "release" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb", as_version=4)
+    write_submission(
+        tmp_path / "inbox", "ada", NOTEBOOK_1, with_answers(release, reference_answers(source))
+    )
+    results = tmp_path / "results"
+    common = ["--course", str(course)]
+    assert main([*common, "collect", NOTEBOOK_1, "--from", str(tmp_path / "inbox")]) == 0
+    assert (
+        main([*common, "execute", NOTEBOOK_1, "--student", "ada", "--results", str(results)]) == 0
+    )
+    assert len(list(results.glob("*.json"))) == 1
+    assert not (course / "autograded").exists()  # execute grades nothing
+
+    def no_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("ran a submission whose result was given")
+
+    monkeypatch.setattr(pipeline, "run_submission", no_run)
+    monkeypatch.setattr(verdicts, "run_submission", no_run)
+    assert main([*common, "autograde", NOTEBOOK_1, "--results", str(results)]) == 0
+    rows = report.student_rows(open_course(course), NOTEBOOK_1)
+    assert [(row.student, row.score, row.flags) for row in rows] == [("ada", 25.0, [])]
+    assert len(list(results.glob("*.json"))) == 1  # kept for the next round

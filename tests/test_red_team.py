@@ -4,7 +4,9 @@ Every attack of issues 14 and 21 is one student. Each attack cell runs first, be
 and prints ATTACK-SUCCEEDED or ATTACK-FAILED lines that the tests read in the graded notebook.
 The class also holds an honest student (the reference answers), graded after the attackers
 that try to compromise later kernels. Every attack must fail or be flagged, the attackers who
-hand in blank answers must score 0, and the honest student keeps full marks.
+hand in blank answers must score 0, and the honest student keeps full marks. Two more honest
+students, one of whom disguised a copy of the other's answers, keep full marks and are flagged
+as a pair by `grade`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from course_support import (
     with_answers,
     write_submission,
 )
+from similarity_class import STUDENTS
 
 from solutions.instructor import leaks, report
 from solutions.instructor.cli import main
@@ -34,6 +37,7 @@ from solutions.instructor.course import open_course
 pytestmark = pytest.mark.filterwarnings("ignore:Cell is missing an id field")
 
 SECRET = "hunter2-instructor-secret"
+COPY_PAIR = ("alice", "carol")
 CELL_SECONDS = 20
 BUDGET_SECONDS = 120  # one budget per notebook (test_grading_sandbox.py shows it stop one)
 
@@ -243,6 +247,8 @@ def red_team(released_course: Path, tmp_path_factory: pytest.TempPathFactory) ->
             answers = {gid: attack for gid in reference}
         write_submission(inbox, student, NOTEBOOK_1, with_attack(answers, attack))
     write_submission(inbox, "honest", NOTEBOOK_1, with_answers(release, reference))
+    for student in COPY_PAIR:  # her own honest answers, and a disguised copy of them
+        write_submission(inbox, student, NOTEBOOK_1, with_answers(release, STUDENTS[student]))
     out = io.StringIO()
     os.environ["COURSE_TEST_SECRET"] = SECRET
     try:
@@ -333,3 +339,16 @@ def test_bounded_attacks_are_flagged_and_the_rest_graded(red_team: RedTeamClass)
 def test_the_feedback_reveals_nothing(red_team: RedTeamClass) -> None:
     course = open_course(red_team.course)
     assert leaks.scan_feedback(course, leaks.secret_lines(course)) == []
+
+
+def test_a_disguised_copy_is_flagged_and_keeps_its_marks(red_team: RedTeamClass) -> None:
+    """Only the copy pair is flagged (the attackers who hand in the reference match no one),
+    and a flag never changes a grade."""
+    students = set(red_team.rows())
+    table = red_team.output.split("first  ")[-1].splitlines()[1:]  # grade's similarity table
+    pairs = [tuple(line.split()[:2]) for line in table if set(line.split()[:2]) <= students]
+    assert pairs == [COPY_PAIR], red_team.output[-3000:]
+    for student in COPY_PAIR:
+        assert red_team.rows()[student].score == red_team.full_marks
+    html = red_team.course / "reports" / NOTEBOOK_1 / "similarity.html"
+    assert "alice" in html.read_text() and "carol" in html.read_text()

@@ -14,29 +14,23 @@ replaced by a lookup table, and the snippets of exercise 8 come from the noteboo
 
 from __future__ import annotations
 
-import contextlib
 import random
-import signal
-import threading
-import time
 import types
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from solutions.grading import (
-    DEFAULT_RECURSION_LIMIT,
     LIBRARIES,
     Failure,
-    call_student,
+    bounded_call,
     check_callable,
     expect,
     hidden_test,
     lib_name,
-    recursion_limit,
+    quiet_call,
     with_globals,
 )
 from solutions.reference_cells import given
@@ -51,60 +45,18 @@ DEEP_CASE_SECONDS = 10.0  # PyTorch's reference walk of 10,000 nodes takes about
 # -------------------------------------------------------------------------------------------------
 # Running student code: under Python's default recursion limit and a wall-clock bound
 # -------------------------------------------------------------------------------------------------
-class _TimeUp(BaseException):
-    """Raised by the alarm inside the student's code; a BaseException, so that `except
-    Exception` in the student's code (or in `call_student`) does not swallow it."""
-
-
-@contextlib.contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
-    """Raise _TimeUp in the block after `seconds` (and every 0.5 s after that, in case the
-    student's code swallowed it). Only the main thread gets signals; elsewhere the caller
-    measures the time afterwards."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "setitimer"
-    ):
-        yield
-        return
-
-    def ring(signum: int, frame: Any) -> None:
-        raise _TimeUp
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def quiet_call(function: Callable, *args: Any, call: str) -> Any:
-    """`call_student(function, *args)` with warnings silenced: a warning (e.g. PyTorch's about
-    float() of a tensor that requires grad) never costs points, even where warnings are
-    errors. Could move to solutions/grading.py."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return call_student(function, *args, call=call)
-
-
-def bounded_call(function: Callable, *args: Any, call: str, seconds: float) -> Any:
-    """`quiet_call(function, *args)` under Python's default recursion limit (a recursive walk
-    of a deep graph fails) and within `seconds` (a walk that visits a shared node once per
-    path never ends on a chain of diamonds). Could move to solutions/grading.py."""
-    start = time.perf_counter()
-    try:
-        with _alarm(seconds), recursion_limit(DEFAULT_RECURSION_LIMIT):
-            result = quiet_call(function, *args, call=call)
-    except _TimeUp:
-        result = None
-    if time.perf_counter() - start > seconds:
-        raise Failure(
-            f"{call} took more than {seconds:g} s. A walk must take time proportional to the "
-            "graph's size: visit a node reached along several paths once (remember the nodes "
-            f"you have seen in a set or a dict; a chain of {DIAMONDS} diamonds has "
-            f"2**{DIAMONDS} paths), and look nodes up in sets or dicts, not in lists."
-        )
+def bounded_walk(function: Callable, *args: Any, call: str, seconds: float) -> Any:
+    """`bounded_call(function, *args)` under Python's default recursion limit (a recursive walk
+    of a deep graph fails) and within `seconds` (a walk that visits a shared node once per path
+    never ends on a chain of diamonds), failing with what a walk must do otherwise."""
+    result, in_time = bounded_call(function, *args, call=call, seconds=seconds)
+    expect(
+        in_time,
+        f"{call} took more than {seconds:g} s. A walk must take time proportional to the "
+        "graph's size: visit a node reached along several paths once (remember the nodes "
+        f"you have seen in a set or a dict; a chain of {DIAMONDS} diamonds has "
+        f"2**{DIAMONDS} paths), and look nodes up in sets or dicts, not in lists.",
+    )
     return result
 
 
@@ -364,7 +316,7 @@ def topological_order(answer: Any, seed: int) -> dict:
     for lib in LIBRARIES:
         graph = Builder(lib).graph(_leaf(lib, torch.ones(2), True))
         where = f"on a leaf ({lib_name(lib)})"
-        got = bounded_call(
+        got = bounded_walk(
             answer, graph.out, call=f"topological_order(x) {where}", seconds=SMALL_CASE_SECONDS
         )
         seen[where] = {"order": ranges(graph.numbers(got, where, "topological_order"))}
@@ -377,12 +329,12 @@ def topological_order(answer: Any, seed: int) -> dict:
             where = f"on {description} ({lib_name(lib)})"
             call, what = f"topological_order(out) {where}", "topological_order"
             graph = build(lib)
-            got = bounded_call(answer, graph.out, call=call, seconds=seconds)
+            got = bounded_walk(answer, graph.out, call=call, seconds=seconds)
             case = {"order": ranges(graph.numbers(got, where, what)), **graph.describe()}
             if twice:  # the same graph again, and an identical graph: the same order
-                again = bounded_call(answer, graph.out, call=call, seconds=seconds)
+                again = bounded_walk(answer, graph.out, call=call, seconds=seconds)
                 twin = build(lib)
-                twin_order = bounded_call(answer, twin.out, call=call, seconds=seconds)
+                twin_order = bounded_walk(answer, twin.out, call=call, seconds=seconds)
                 case["again"] = ranges(graph.numbers(again, where, what))
                 case["identical graph"] = ranges(twin.numbers(twin_order, where, what))
             seen[where] = case
@@ -477,7 +429,7 @@ def run_backward(answer: Any, seed: int) -> dict:
             before = [None if leaf.grad is None else _values(leaf.grad) for leaf in graph.leaves]
             grad = _root_gradient(lib, graph.out, index)
             grad_values = _values(grad)
-            result = bounded_call(
+            result = bounded_walk(
                 answer, graph.out, grad, call=f"run_backward(out, grad) {where}", seconds=seconds
             )
             grads = [leaf.grad for leaf in graph.leaves]

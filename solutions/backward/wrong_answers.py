@@ -846,4 +846,18 @@ def fit_line(lib, x, y, steps, lr):
             "float() of tensors that require grad (a UserWarning, never a lost point); sub_",
         ),
     ],
+    "ex8_predict_second_backward": [
+        WrongAnswer(
+            "raises_derived_from_the_reason",
+            """\
+def predict_second_backward():
+    reasons = dict(
+        a="freed", b="nothing_saved", c="freed", d="retain_graph", e="fresh_graph",
+        f="freed", g="fresh_graph", h="freed", i="nothing_saved", j="freed",
+    )
+    return {key: (why == "freed", why) for key, why in reasons.items()}
+""",
+            "the dict built from the reasons alone: only 'freed' raises",
+        ),
+    ],
 }

@@ -650,4 +650,20 @@ def tree_speedup(model, trees, repeat=3, batched=None, gather=None):
             "integer nanoseconds, sorted lists, and the ratio made a float",
         ),
     ],
+    "ex7_predict_calls": [
+        WrongAnswer(
+            "counts_written_as_sums",
+            """\
+def predict_calls():
+    calls = {}
+    calls["a"] = 11
+    calls["b"] = 5 + 7 + 9 + 11
+    calls["c"] = 7 + 11
+    calls["d"] = 9 + 11
+    calls["e"] = 17
+    return calls
+""",
+            "the dict filled key by key, the per-flush counts written as sums",
+        ),
+    ],
 }

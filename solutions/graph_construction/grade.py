@@ -20,11 +20,7 @@ so a mistake in exercise 1 costs only exercise 1.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import random
-import sys
-import threading
 import time
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -37,8 +33,8 @@ import minitorch
 from minitorch.autograd.function import Node
 from minitorch.memory import graph_nodes
 from solutions.grading import (
-    DEFAULT_RECURSION_LIMIT,
     LIBRARIES,
+    bounded_call,
     call_student,
     check_callable,
     expect,
@@ -47,7 +43,6 @@ from solutions.grading import (
     node_label,
     plain,
     predictions_for,
-    recursion_limit,
     with_globals,
 )
 from solutions.reference_cells import given
@@ -57,83 +52,6 @@ DIAMONDS = 40  # 2**40 paths from the output to the input: a walk without a visi
 TIME_LIMIT_S = 2.0  # a walk may take this long, plus TIME_PER_BUILD times what building took
 TIME_PER_BUILD = 10
 TIMED_OUT = "timed out after seconds"  # the observation of a call stopped by its time bound
-
-
-# -------------------------------------------------------------------------------------------------
-# Time bounds. A walk without a visited set is exponential on a chain of diamonds: it never
-# returns, so the call is interrupted, not only timed. (A generic helper: it could move to
-# solutions/grading.py.)
-# -------------------------------------------------------------------------------------------------
-class TimeLimitExceeded(BaseException):
-    """Raised inside student code that runs past its time bound (a BaseException, so that an
-    `except Exception` in the student's code does not swallow it)."""
-
-
-def _raise_in_thread(thread_id: int, exception: type[BaseException] | None) -> None:
-    """Make `thread_id` raise `exception` at its next Python instruction (None: cancel one that
-    is still pending)."""
-    error = ctypes.py_object(exception) if exception is not None else None
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), error)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise TimeLimitExceeded in the block once it has run `seconds` (again every 0.1 s while
-    it keeps running). Python code is interrupted between two instructions; a long call into C
-    finishes first. Works in any thread, and leaves signals alone."""
-    target = threading.get_ident()
-    lock = threading.Lock()
-    done = threading.Event()
-    state = {"armed": True, "fired": False}
-
-    def watch() -> None:
-        delay = seconds
-        while not done.wait(delay):
-            with lock:
-                if not state["armed"]:
-                    return
-                _raise_in_thread(target, TimeLimitExceeded)
-                state["fired"] = True
-            delay = 0.1
-
-    def disarm() -> None:
-        with lock:
-            state["armed"] = False
-            if state["fired"]:
-                _raise_in_thread(target, None)
-        done.set()
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        while True:  # an interrupt that arrives while disarming is dropped, and disarming retried
-            try:
-                disarm()
-                break
-            except TimeLimitExceeded:
-                continue
-
-
-def bounded_call(function: Callable, *args: Any, call: str, seconds: float) -> tuple[Any, bool]:
-    """`call_student(function, *args)` under Python's default recursion limit and a time bound:
-    (result, True), or (None, False) when it ran longer than `seconds`. Fails if the student's
-    code changed the recursion limit (a recursive walk must not hide behind a raised limit)."""
-    start = time.perf_counter()
-    try:
-        with recursion_limit(DEFAULT_RECURSION_LIMIT), time_limit(seconds):
-            limit = sys.getrecursionlimit()
-            result = call_student(function, *args, call=call)
-            changed = sys.getrecursionlimit() != limit
-    except TimeLimitExceeded:
-        return None, False
-    expect(
-        not changed,
-        f"{call} changed Python's recursion limit. Graphs can be deeper than any limit: walk "
-        "them with a loop and a deque (or a list used as a stack) instead of recursion.",
-    )
-    return result, time.perf_counter() - start <= seconds
 
 
 # -------------------------------------------------------------------------------------------------

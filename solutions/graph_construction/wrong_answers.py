@@ -708,6 +708,40 @@ def find_leaves(tensor):
             "finds AccumulateGrad nodes by their .variable and keeps each leaf once by id",
         ),
     ],
+    "ex4_predict_flags": [
+        WrongAnswer(
+            "the_rules_applied_to_lists",
+            """\
+def predict_flags():
+    ops = {"c": "MulBackward0", "d": "SumBackward0", "e": "AddBackward0",
+           "i": "SelectBackward0", "j": "DivBackward0"}
+    leaves_with_grad = ["a", "h"]
+    predictions = {}
+    for key in SNIPPETS:
+        if key in ops:
+            predictions[key] = (True, False, ops[key])
+        else:
+            predictions[key] = (key in leaves_with_grad, True, None)
+    return predictions
+""",
+            "a rule per kind of snippet: recorded ops, leaves that require grad, other leaves",
+        ),
+        WrongAnswer(
+            "found_by_running_the_snippets",
+            """\
+def predict_flags():
+    predictions = {}
+    for key, code in SNIPPETS.items():
+        scope = {"torch": torch}
+        exec(code, scope)
+        out = scope["out"]
+        name = out.grad_fn.name() if out.grad_fn is not None else None
+        predictions[key] = (out.requires_grad, out.is_leaf, name)
+    return predictions
+""",
+            "not a prediction but a measurement, which the statement does not forbid",
+        ),
+    ],
     "ex5_softplus": [
         WrongAnswer(
             "derivative_from_the_output",

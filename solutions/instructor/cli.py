@@ -5,7 +5,10 @@ Commands (all take --course DIR, default: the repository's course/):
   collect ASSIGNMENT      copy submissions into submitted/ (--from DIR, --zip LMS.zip, --exchange)
   autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch),
                           each in a sandbox, --jobs at a time (default: one per core);
-                          --no-sandbox only where bubblewrap cannot run (the table says so)
+                          --no-sandbox only where bubblewrap cannot run (the table says so);
+                          --results DIR: use the results `execute` left there
+  execute ASSIGNMENT      only the sandboxed runs (--student S ..., --results DIR): what a batch
+                          system runs per submission for a large class; grades nothing
   feedback ASSIGNMENT     write HTML feedback into feedback/
   export                  write nbgrader's grades CSV (--to FILE, default: <course>/grades.csv)
   report ASSIGNMENT       print the per-student table (score, max, flags)
@@ -90,18 +93,41 @@ def cmd_collect(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
-    unknown = sorted(set(args.student or []) - set(course.students(args.assignment)))
-    if unknown:
-        raise CommandError(
-            f"no submission of {args.assignment} from {', '.join(unknown)} in submitted/: "
-            f"collect it first (submitted: {', '.join(course.students(args.assignment))})"
-        )
+    _known_students(course, args)
     results = pipeline.autograde(
-        course, args.assignment, args.student or None, progress_bar, args.jobs, args.sandbox
-    )
+        course, args.assignment, args.student or None, progress_bar, args.jobs, args.sandbox,
+        _results_folder(args),
+    )  # fmt: skip
     failed = [student for student, result in results.items() if not result.get("success")]
     if failed:
         _say(f"autograde failed for: {', '.join(failed)} (see reports/{args.assignment}/)")
+    return 0
+
+
+def _results_folder(args: argparse.Namespace) -> Path | None:
+    return Path(args.results).resolve() if getattr(args, "results", None) else None
+
+
+def _known_students(course: Course, args: argparse.Namespace) -> list[str]:
+    """The students named by --student (all submitted ones without it); an unknown one is an
+    error that names the submitted ones."""
+    submitted = course.students(args.assignment)
+    unknown = sorted(set(args.student or []) - set(submitted))
+    if unknown:
+        raise CommandError(
+            f"no submission of {args.assignment} from {', '.join(unknown)} in submitted/: "
+            f"collect it first (submitted: {', '.join(submitted)})"
+        )
+    return args.student or submitted
+
+
+def cmd_execute(course: Course, args: argparse.Namespace) -> int:
+    students = _known_students(course, args)
+    folder = _results_folder(args)
+    pipeline.execute(
+        course, args.assignment, students, folder, args.jobs or 1, args.sandbox, progress_bar
+    )
+    _say(f"results of {_count(students, 'submission')} in {folder}")
     return 0
 
 
@@ -137,7 +163,10 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
         raise CommandError(f"no submissions of {args.assignment}: give --from or --zip")
     pipeline.sandbox_problem(args.sandbox)
     _say(f"autograding {_count(students, 'submission')}")
-    pipeline.autograde(course, args.assignment, students, progress_bar, args.jobs, args.sandbox)
+    pipeline.autograde(
+        course, args.assignment, students, progress_bar, args.jobs, args.sandbox,
+        _results_folder(args),
+    )  # fmt: skip
     pipeline.feedback(course, args.assignment)
     withheld = pipeline.withhold_leaking_feedback(course, args.assignment)
     for student, found in withheld.items():
@@ -225,8 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("--to", help="grades CSV (default: <course>/grades.csv)")
     autograde = command("autograde", cmd_autograde)
-    autograde.add_argument("--student", action="append")
+    execute = command("execute", cmd_execute)
+    execute.add_argument("--results", required=True, help="folder the results are written to")
     for sub in (autograde, commands.choices["grade"]):
+        sub.add_argument("--results", help="results left by `execute` (not run again)")
+    for sub in (autograde, execute):
+        sub.add_argument("--student", action="append", help="this student only (repeatable)")
+    for sub in (autograde, execute, commands.choices["grade"]):
         sub.add_argument(
             "--jobs", type=int, default=None, help="submissions run at once (default: cores)"
         )

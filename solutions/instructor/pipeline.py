@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -243,12 +244,14 @@ def _to_execute(course: Course, assignment: str, student: str, notebook: str) ->
     return nbformat.reads(nbformat.writes(nb), as_version=4)
 
 
-def _configure(course: Course, assignment: str, sandbox: bool) -> Path:
-    """Point SandboxedAutograde at this run's cache and report folders; return the cache."""
+def _configure(course: Course, assignment: str, sandbox: bool, results: Path | None) -> Path:
+    """Point SandboxedAutograde at the folder of executions (`results`, kept, or this run's own
+    under reports/, emptied first) and at the report folder; return the executions folder."""
     reports = course.root / "reports" / assignment
-    cache = reports / "executions"
-    shutil.rmtree(cache, ignore_errors=True)
-    cache.mkdir(parents=True)
+    cache = results if results is not None else reports / "executions"
+    if results is None:
+        shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True, exist_ok=True)
     for config in (course.config, course.api.config):
         config.SandboxedAutograde.sandbox = sandbox
         config.SandboxedAutograde.cache_dir = str(cache)
@@ -263,10 +266,13 @@ def execute_all(
     cache: Path,
     jobs: int,
     progress: ProgressCallback | None = None,
+    then: Callable[[str], None] | None = None,
 ) -> None:
     """Run every submission in its own sandbox, `jobs` at a time, leaving each result in
-    `cache` under its notebook's digest, where SandboxedAutograde finds it. A submission that
-    cannot be prepared here is left to autograde, which reports it."""
+    `cache` under its `digest`, where SandboxedAutograde finds it. A notebook whose result is
+    there already is not run again. A submission that cannot be prepared here is left to
+    autograde, which reports it. `then(student)` runs in the calling thread as soon as that
+    student's sandboxes are done, while the others still run."""
     limits = SandboxedAutograde(config=course.config).limits()
     sandbox = course.config.SandboxedAutograde.sandbox
 
@@ -277,19 +283,43 @@ def execute_all(
                 prepared = prepare(_to_execute(course, assignment, student, notebook))
             except Exception:  # unreadable, missing: nbgrader's autograde reports it
                 continue
+            result = cache / f"{digest(prepared, assignment, limits, sandbox)}.json"
+            if result.is_file():
+                continue
             with tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / "notebook.ipynb"
                 nbformat.write(prepared, path)
                 execution = run_submission(path, assignment, limits, sandboxed=sandbox)
-            (cache / f"{digest(prepared)}.json").write_text(json.dumps(asdict(execution)))
+            partial = result.with_suffix(f".{uuid.uuid4().hex}.partial")  # never half a file
+            partial.write_text(json.dumps(asdict(execution)))
+            partial.replace(result)
         return student, time.perf_counter() - start
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run, student) for student in students]
         for number, future in enumerate(as_completed(futures), start=1):
             student, seconds = future.result()
+            if then is not None:
+                then(student)
             if progress is not None:
                 progress(number, len(students), student, seconds)
+
+
+def execute(
+    course: Course,
+    assignment: str,
+    students: list[str],
+    results: Path,
+    jobs: int = 1,
+    sandbox: bool = True,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Only the sandboxed runs of `students`, their results left in `results`: the unit of work
+    a batch system dispatches for a large class. `autograde --results` then judges and records
+    them without running anything again. Writes nothing else of the course."""
+    sandbox_problem(sandbox)
+    _configure(course, assignment, sandbox, results)
+    execute_all(course, assignment, students, results, jobs, progress)
 
 
 def autograde(
@@ -299,28 +329,34 @@ def autograde(
     progress: ProgressCallback | None = None,
     jobs: int | None = None,
     sandbox: bool = True,
+    results: Path | None = None,
 ) -> dict[str, dict]:
     """Autograde every submission; one student's failure never stops the batch.
 
-    Each submission runs in its own sandbox, `jobs` at a time (default: one per core); then
-    nbgrader's autograde, one student at a time in this process, judges the hidden tests and
-    writes the gradebook (see NOTE [Grading sandbox] in sandbox.py). Returns, per student,
-    nbgrader's result ({"success", "log", "error"}). The log is also kept in
+    Each submission runs in its own sandbox, `jobs` at a time (default: one per core), unless
+    `results` already holds its result (left by `execute`); as each one finishes, nbgrader's
+    autograde, one student at a time in this process, judges the hidden tests and writes the
+    gradebook (see NOTE [Grading sandbox] in sandbox.py). Returns, per student, nbgrader's
+    result ({"success", "log", "error"}). The log is also kept in
     reports/<assignment>/autograde/<student>.log, where `report` reads what happened.
     """
     sandbox_problem(sandbox)
     students = course.students(assignment) if students is None else students
     log_dir = course.root / "reports" / assignment / "autograde"
     log_dir.mkdir(parents=True, exist_ok=True)
-    cache = _configure(course, assignment, sandbox)
-    execute_all(course, assignment, students, cache, jobs or os.cpu_count() or 1, progress)
-    results = {}
-    for student in students:
+    cache = _configure(course, assignment, sandbox, results)
+    outcome = {}
+
+    def record(student: str) -> None:  # one student at a time, while other sandboxes run
         result = course.api.autograde(assignment, student, force=True, create=True)
         (log_dir / f"{student}.log").write_text(result.get("log", "") + result.get("error", ""))
-        results[student] = result
-    shutil.rmtree(cache, ignore_errors=True)
-    return results
+        outcome[student] = result
+
+    jobs = jobs or os.cpu_count() or 1
+    execute_all(course, assignment, students, cache, jobs, progress, then=record)
+    if results is None:
+        shutil.rmtree(cache, ignore_errors=True)
+    return {student: outcome[student] for student in students}
 
 
 def feedback(course: Course, assignment: str) -> Path:

@@ -31,7 +31,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
 from solutions.grading import HiddenTest
-from solutions.instructor.sandbox import Execution, Limits, run_submission
+from solutions.instructor.sandbox import Execution, Limits, kernel_files, run_submission
 from solutions.judging import Verdict, verdict
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
@@ -58,9 +58,15 @@ def prepare(nb: NotebookNode) -> NotebookNode:
     return prepared
 
 
-def digest(nb: NotebookNode) -> str:
-    """The cache key of a prepared notebook."""
-    return hashlib.sha256(nbformat.writes(nb).encode()).hexdigest()
+def digest(nb: NotebookNode, assignment: str, limits: Limits, sandboxed: bool) -> str:
+    """The key of one execution's result: the prepared notebook, every file its sandbox holds
+    (a changed grader or library runs it again), the limits and whether it was sandboxed."""
+    key = hashlib.sha256(nbformat.writes(nb).encode())
+    for relative, source in kernel_files(assignment).items():
+        text = source.read_bytes() if isinstance(source, Path) else source.encode()
+        key.update(f"\0{relative}\0".encode() + text)
+    key.update(repr((asdict(limits), sandboxed)).encode())
+    return key.hexdigest()
 
 
 def hidden_tests(assignment: str, source: str) -> list[HiddenTest] | None:
@@ -170,9 +176,7 @@ class SandboxedAutograde(NbGraderPreprocessor):
     sandbox = Bool(True, help="Run each submission in bubblewrap (False: --no-sandbox).").tag(
         config=True
     )
-    cache_dir = Unicode("", help="Executions left by a parallel run, by notebook digest.").tag(
-        config=True
-    )
+    cache_dir = Unicode("", help="Executions left by a parallel run, by `digest`.").tag(config=True)
     report_dir = Unicode("", help="Where each submission's sandbox report is written.").tag(
         config=True
     )
@@ -189,7 +193,7 @@ class SandboxedAutograde(NbGraderPreprocessor):
 
     def execute(self, prepared: NotebookNode, assignment: str) -> Execution:
         """The sandbox's result for `prepared`, from the cache when a parallel run left it."""
-        key = digest(prepared)
+        key = digest(prepared, assignment, self.limits(), self.sandbox)
         cached = Path(self.cache_dir) / f"{key}.json" if self.cache_dir else None
         if cached is not None and cached.is_file():
             return Execution(**json.loads(cached.read_text()))

@@ -752,6 +752,38 @@ def evaluate(model, batches):
             "set_grad_enabled(False) as a with block, a running total of floats",
         ),
     ],
+    "ex4_checkpoint": [
+        WrongAnswer(
+            "weighted_sum_instead_of_backward_with_grad",
+            """\
+class Checkpoint(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        with minitorch.no_grad():
+            return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        leaves = []
+        for x in ctx.saved_tensors:
+            leaf = x.detach()
+            if x.requires_grad:
+                leaf.requires_grad_()
+            leaves.append(leaf)
+        with minitorch.enable_grad():
+            (ctx.fn(*leaves) * grad).sum().backward()
+        return tuple([None] + [leaf.grad for leaf in leaves])
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+""",
+            "no_grad made explicit in forward, and sum(output * grad).backward() for "
+            "output.backward(grad): the same vector-Jacobian product",
+        ),
+    ],
     "ex5_best_segments": [
         WrongAnswer(
             "strictly_lower_wins",
@@ -769,6 +801,60 @@ def best_segments(model, x):
     return best
 """,
             "a running best that only a strictly lower peak replaces (ties keep the fewest)",
+        ),
+    ],
+    "ex6_step_within_budget": [
+        WrongAnswer(
+            "size_found_by_counting_down",
+            """\
+def step_within_budget(model, loss_fn, inputs, targets, budget):
+    n = len(inputs)
+
+    def one_step(x, y, weight):
+        with track() as step:
+            (loss_fn(model(x), y) * weight).backward()
+        return step.peak_bytes
+
+    with track() as whole:
+        for p in model.parameters():
+            p.grad = None
+        one_step(inputs[:1], targets[:1], 1.0)
+        small = one_step(inputs[:1], targets[:1], 1.0)
+        growth = one_step(inputs[:2], targets[:2], 1.0) - small
+        limit = whole.start_bytes + budget
+        size = n
+        while size > 1 and small + (size - 1) * growth > limit:
+            size -= 1
+        for p in model.parameters():
+            p.grad = None
+        for start in range(0, n, size):
+            x, y = inputs[start : start + size], targets[start : start + size]
+            one_step(x, y, len(x) / n)
+""",
+            "the largest size found by counting down from the whole batch, slices by index, "
+            "gradients reset by hand",
+        ),
+    ],
+    "ex7_truncated_bptt": [
+        WrongAnswer(
+            "losses_in_a_list",
+            """\
+def truncated_bptt(cell, xs, targets, h0, k):
+    for p in cell.parameters():
+        p.grad = None
+    h, losses, total = h0, [], 0.0
+    for t, (x, target) in enumerate(zip(xs, targets), start=1):
+        h = cell(x, h)
+        losses.append(((h - target) ** 2).mean())
+        if len(losses) == k or t == len(xs):
+            chunk = sum(losses)
+            chunk.backward()
+            total = total + float(chunk)
+            losses = []
+            h = h.detach()
+    return total
+""",
+            "the chunk's losses kept in a list and summed with sum(); float() for item()",
         ),
     ],
     "ex8_half_precision_hooks": [

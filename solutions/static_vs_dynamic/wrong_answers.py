@@ -907,4 +907,15 @@ def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
             "perf_counter_ns, loops written out",
         ),
     ],
+    "ex8_predict_tracing": [
+        WrongAnswer(
+            "the_baked_snippets_as_a_set",
+            """\
+def predict_tracing():
+    baked_in = {"b", "e", "f", "h", "k"}  # a Python value read once at trace time
+    return {key: key not in baked_in for key in SNIPPETS}
+""",
+            "a set of the snippets that bake a value in, and a comprehension over SNIPPETS",
+        ),
+    ],
 }
