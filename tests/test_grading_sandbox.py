@@ -171,7 +171,8 @@ def test_results_executed_elsewhere_are_judged_without_running_again(
     released_course: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`execute` is what a batch system runs per submission; `autograde --results` then only
-    judges and records (run_submission is made to fail, to prove that nothing runs again)."""
+    judges and records (run_submission is made to fail, to prove that nothing runs again). A
+    submission rewritten on disk after collection is flagged."""
     course = copy_course(released_course, tmp_path / "course")
     source = nbformat.read(course / "source" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb", as_version=4)
     release = nbformat.read(course / "release" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb", as_version=4)
@@ -196,3 +197,7 @@ def test_results_executed_elsewhere_are_judged_without_running_again(
     rows = report.student_rows(open_course(course), NOTEBOOK_1)
     assert [(row.student, row.score, row.flags) for row in rows] == [("ada", 25.0, [])]
     assert len(list(results.glob("*.json"))) == 1  # kept for the next round
+    submitted = course / "submitted" / "ada" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb"
+    submitted.write_text(submitted.read_text() + " ")  # rewritten after collection
+    (row,) = report.student_rows(open_course(course), NOTEBOOK_1)
+    assert report.CHANGED_SINCE_COLLECTED in row.flags, row

@@ -165,9 +165,8 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     _say(f"autograding {_count(students, 'submission')}")
     pipeline.autograde(
         course, args.assignment, students, progress_bar, args.jobs, args.sandbox,
-        _results_folder(args),
+        _results_folder(args), with_feedback=True,
     )  # fmt: skip
-    pipeline.feedback(course, args.assignment)
     withheld = pipeline.withhold_leaking_feedback(course, args.assignment)
     for student, found in withheld.items():
         _say(f"withheld the feedback of {student}: {found[0]} ({len(found)} leaks)")

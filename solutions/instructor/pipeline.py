@@ -330,6 +330,7 @@ def autograde(
     jobs: int | None = None,
     sandbox: bool = True,
     results: Path | None = None,
+    with_feedback: bool = False,
 ) -> dict[str, dict]:
     """Autograde every submission; one student's failure never stops the batch.
 
@@ -338,7 +339,9 @@ def autograde(
     autograde, one student at a time in this process, judges the hidden tests and writes the
     gradebook (see NOTE [Grading sandbox] in sandbox.py). Returns, per student, nbgrader's
     result ({"success", "log", "error"}). The log is also kept in
-    reports/<assignment>/autograde/<student>.log, where `report` reads what happened.
+    reports/<assignment>/autograde/<student>.log, where `report` reads what happened. With
+    `with_feedback`, each graded student's feedback is written right after (`feedback`), while
+    the others' sandboxes still run; a failure there is added to the student's log.
     """
     sandbox_problem(sandbox)
     students = course.students(assignment) if students is None else students
@@ -349,7 +352,13 @@ def autograde(
 
     def record(student: str) -> None:  # one student at a time, while other sandboxes run
         result = course.api.autograde(assignment, student, force=True, create=True)
-        (log_dir / f"{student}.log").write_text(result.get("log", "") + result.get("error", ""))
+        log = result.get("log", "") + result.get("error", "")
+        if with_feedback and result.get("success"):
+            try:
+                feedback(course, assignment, [student])
+            except CommandError as error:
+                log += f"\n{error}"
+        (log_dir / f"{student}.log").write_text(log)
         outcome[student] = result
 
     jobs = jobs or os.cpu_count() or 1
@@ -359,12 +368,16 @@ def autograde(
     return {student: outcome[student] for student in students}
 
 
-def feedback(course: Course, assignment: str) -> Path:
-    """Write the HTML feedback of every autograded submission into feedback/: the generated
-    HTML and nothing else (nbgrader would also copy any other file of the graded folder)."""
-    check(course.api.generate_feedback(assignment), "generate_feedback")
+def feedback(course: Course, assignment: str, students: list[str] | None = None) -> Path:
+    """Write the HTML feedback of every autograded submission (or only of `students`) into
+    feedback/: the generated HTML and nothing else (nbgrader would also copy any other file of
+    the graded folder)."""
+    if students is None:
+        check(course.api.generate_feedback(assignment), "generate_feedback")
+    for student in students or []:
+        check(course.api.generate_feedback(assignment, student), f"feedback of {student}")
     root = course.root / course.coursedir.feedback_directory
-    for student in course.students(assignment):
+    for student in course.students(assignment) if students is None else students:
         folder = course.folder("feedback", assignment, student)
         if not folder.is_dir():
             continue
