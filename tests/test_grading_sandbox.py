@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -21,6 +22,7 @@ from course_support import (
     write_submission,
 )
 from nbformat.v4 import new_code_cell, new_notebook
+from nbgrader.api import Gradebook
 
 from solutions.grading import FAILURE_KEY
 from solutions.graph_construction import grade
@@ -201,3 +203,43 @@ def test_results_executed_elsewhere_are_judged_without_running_again(
     submitted.write_text(submitted.read_text() + " ")  # rewritten after collection
     (row,) = report.student_rows(open_course(course), NOTEBOOK_1)
     assert report.CHANGED_SINCE_COLLECTED in row.flags, row
+
+
+def test_parallel_grading_gives_what_sequential_grading_gives(
+    released_course: Path, tmp_path: Path
+) -> None:
+    """The same class graded with --jobs 1 and --jobs 2: the same score in every cell, and the
+    same feedback (a wrong answer in ex1 and ex2, the rest right; and the blank release)."""
+    from solutions.graph_construction.wrong_answers import WRONG_ANSWERS
+
+    source = released_course / "source" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb"
+    release = released_course / "release" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb"
+    reference = reference_answers(nbformat.read(source, as_version=4))
+    release_nb = nbformat.read(release, as_version=4)
+    wrong = {gid: WRONG_ANSWERS[gid][0].source for gid in ("ex1_collect_nodes", "ex2_count_ops")}
+    inbox = tmp_path / "inbox"
+    write_submission(inbox, "wrong", NOTEBOOK_1, with_answers(release_nb, {**reference, **wrong}))
+    write_submission(inbox, "blank", NOTEBOOK_1, release_nb)
+
+    def graded_with(jobs: int) -> tuple[dict, dict]:
+        course = copy_course(released_course, tmp_path / f"course-{jobs}")
+        grade = ["grade", NOTEBOOK_1, "--from", str(inbox), "--jobs", str(jobs)]
+        assert main(["--course", str(course), *grade]) == 0
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+            scores = {
+                (student, g.name): g.score
+                for student in ("wrong", "blank")
+                for g in gradebook.find_submission_notebook(NOTEBOOK_1, NOTEBOOK_1, student).grades
+            }
+        feedback = {
+            path.relative_to(course).as_posix(): path.read_text()
+            for path in sorted((course / "feedback").rglob("*.html"))
+        }
+        return scores, feedback
+
+    sequential, parallel = graded_with(1), graded_with(2)
+    assert sequential[0] == parallel[0]
+    assert 0 < sum(sequential[0].values()) < 25 and len(sequential[1]) == 2
+    for path, html in sequential[1].items():  # identical up to time stamps and object addresses
+        strip = re.compile(r"\d{4}-\d\d-\d\d[ T][\d:.]+|0x[0-9a-f]+")
+        assert strip.sub("", html) == strip.sub("", parallel[1][path]), path
