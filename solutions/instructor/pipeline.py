@@ -374,10 +374,12 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None)
     the graded folder)."""
     if students is None:
         check(course.api.generate_feedback(assignment), "generate_feedback")
-    for student in students or []:
-        check(course.api.generate_feedback(assignment, student), f"feedback of {student}")
+        students = course.students(assignment)
+    else:
+        for student in students:
+            check(course.api.generate_feedback(assignment, student), f"feedback of {student}")
     root = course.root / course.coursedir.feedback_directory
-    for student in course.students(assignment) if students is None else students:
+    for student in students:
         folder = course.folder("feedback", assignment, student)
         if not folder.is_dir():
             continue
