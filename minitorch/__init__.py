@@ -6,7 +6,7 @@ derivative are minitorch's own. Programs inside the subset run after `import min
 
 import torch as _torch
 
-from minitorch import autograd, cuda
+from minitorch import autograd, cuda, profiler
 from minitorch.autograd.anomaly import is_anomaly_enabled
 from minitorch.autograd.grad_mode import (
     enable_grad,
@@ -17,6 +17,16 @@ from minitorch.autograd.grad_mode import (
     set_grad_enabled,
 )
 from minitorch.creation import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
     arange,
     as_tensor,
     empty,
@@ -25,6 +35,8 @@ from minitorch.creation import (
     from_numpy,
     full,
     full_like,
+    get_default_device,
+    get_default_dtype,
     linspace,
     manual_seed,
     ones,
@@ -35,21 +47,26 @@ from minitorch.creation import (
     randn,
     randn_like,
     randperm,
+    set_default_device,
+    set_default_dtype,
     tensor,
     zeros,
     zeros_like,
 )
 from minitorch.ops import (
     abs,
+    add,
     amax,
     amin,
     argmax,
     argmin,
+    argsort,
     cat,
     chunk,
     clamp,
     clone,
     cos,
+    div,
     exp,
     flatten,
     gather,
@@ -64,8 +81,12 @@ from minitorch.ops import (
     mean,
     min,
     minimum,
+    mm,
+    mul,
+    multinomial,
     neg,
     norm,
+    normal,
     permute,
     pow,
     relu,
@@ -73,11 +94,13 @@ from minitorch.ops import (
     sigmoid,
     sin,
     softmax,
+    sort,
     split,
     sqrt,
     squeeze,
     stack,
     std,
+    sub,
     sum,
     t,
     tanh,
@@ -97,39 +120,13 @@ bfloat16 = _torch.bfloat16
 int64 = long = _torch.int64
 int32 = int = _torch.int32
 bool = _torch.bool
-get_default_dtype = _torch.get_default_dtype
 # Random streams are torch's too: `minitorch.Generator().manual_seed(0)` seeds DataLoader shuffles.
 Generator = _torch.Generator
-set_default_dtype = _torch.set_default_dtype
 
 
 def is_tensor(obj: object) -> "builtins.bool":  # noqa: F821
     """True for minitorch tensors."""
     return isinstance(obj, Tensor)
-
-
-def add(a, b, *, alpha=1):
-    return a.add(b, alpha=alpha) if isinstance(a, Tensor) else Tensor.add(tensor(a), b, alpha)
-
-
-def sub(a, b, *, alpha=1):
-    return a.sub(b, alpha=alpha) if isinstance(a, Tensor) else Tensor.sub(tensor(a), b, alpha)
-
-
-def mul(a, b):
-    from minitorch.ops import mul as _mul
-
-    return _mul(a, b)
-
-
-def div(a, b):
-    from minitorch.ops import div as _div
-
-    return _div(a, b)
-
-
-def mm(a, b):
-    return matmul(a, b)
 
 
 def numel(input: Tensor) -> "builtins.int":  # noqa: F821, A002

@@ -71,17 +71,17 @@ class Tensor:
 
     def __init__(self, *data: Any, requires_grad: bool = False) -> None:
         """Prefer `minitorch.tensor(...)`. Like `torch.Tensor`, `Tensor([1, 2])` copies data into
-        the default float dtype and `Tensor(2, 3)` makes an uninitialized 2x3 tensor; a torch
-        tensor (storage) is wrapped as it is."""
+        the default float dtype and `Tensor(2, 3)` makes an uninitialized 2x3 tensor, on the CPU
+        whatever the default device; a torch tensor (storage) is wrapped as it is."""
         first = data[0] if len(data) == 1 else None
         if isinstance(first, Tensor):
             first = first._data
         if isinstance(first, torch.Tensor):
             storage = first
         elif all(isinstance(d, int) for d in data) or isinstance(first, torch.Size):
-            storage = torch.empty(_shape_args(data) if data else (0,))
+            storage = torch.empty(_shape_args(data) if data else (0,), device="cpu")
         else:
-            storage = torch.as_tensor(first, dtype=torch.get_default_dtype())
+            storage = torch.as_tensor(first, dtype=torch.get_default_dtype(), device="cpu")
         self._init(storage.detach(), None, False, 0, _Version())
         if requires_grad:
             self.requires_grad_(True)
@@ -320,12 +320,19 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._data.is_floating_point()
 
-    def type(self, dtype: Any = None) -> Any:
-        """Without an argument, the legacy type name PyTorch prints in errors, e.g.
-        `torch.FloatTensor`; with a dtype, the tensor cast to it (`.type(torch.float)`)."""
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """`t.type()`: the legacy type name, e.g. `'torch.FloatTensor'` (`'torch.cuda.FloatTensor'`
+        on a GPU). `t.type(T)`: `t` cast to `T`, which is a dtype (`minitorch.float64`), a legacy
+        type (`minitorch.LongTensor`) or its name (`'torch.LongTensor'`); a type name also says
+        the device (`'torch.cuda.FloatTensor'`). Returns `t` itself if it is of that type
+        already, else a copy (recorded as ToCopyBackward0, like `.to()`)."""
         if dtype is None:
             return self._data.type()
-        return self.to(dtype)
+        if isinstance(dtype, type):  # a legacy type, minitorch's or torch's: use its name
+            dtype = f"torch.{'cuda.' if dtype.is_cuda else ''}{dtype.__name__}"
+        # torch reads the name (and raises "invalid type" for an unknown one).
+        target = torch.empty(0, dtype=self.dtype, device=self.device).type(dtype)
+        return self.to(device=target.device, dtype=target.dtype)
 
     def is_contiguous(self) -> bool:
         return self._data.is_contiguous()
@@ -352,7 +359,11 @@ class Tensor:
         return self._data.tolist()
 
     @recorded_read("numpy")
-    def numpy(self) -> Any:
+    def numpy(self, *, force: bool = False) -> Any:
+        """The values as a numpy array sharing memory with this (CPU) tensor. `force=True`
+        detaches and copies to the CPU first, as `t.detach().cpu().numpy()`."""
+        if force:
+            return self._data.cpu().numpy()
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -378,7 +389,7 @@ class Tensor:
             return self
         return to_copy(self, target.dtype, target.device)
 
-    def cuda(self, device: Any = None) -> Tensor:
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         return self.to("cuda" if device is None else device)
 
     def cpu(self) -> Tensor:
@@ -417,7 +428,16 @@ class Tensor:
             extra = "requires_grad=True"
         else:
             return text
-        return f"{text[:-1]}, {extra})"
+        # PyTorch's rule (_add_suffixes in torch/_tensor_str.py): a suffix that would pass the
+        # print width goes on a new line, under "tensor(". Torch counts the last line 2 longer
+        # than it is, unless it is a suffix that wrapped already (7 spaces, then dtype=...).
+        body = text[:-1]
+        last_line = body[body.rfind("\n") + 1 :]
+        wrapped = last_line.startswith(" " * 7) and not last_line.startswith(" " * 8)
+        length = len(last_line) + (0 if wrapped else 2)
+        if length + len(extra) + 2 > torch._tensor_str.PRINT_OPTS.linewidth:
+            return f"{body},\n{' ' * 7}{extra})"
+        return f"{body}, {extra})"
 
     @recorded_read("format")
     def __format__(self, spec: str) -> str:
@@ -597,8 +617,8 @@ class Tensor:
     def mul(self, other: Any) -> Tensor:
         return _ops.mul(self, other)
 
-    def div(self, other: Any) -> Tensor:
-        return _ops.div(self, other)
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        return _ops.div(self, other, rounding_mode=rounding_mode)
 
     def neg(self) -> Tensor:
         return _ops.neg(self)
@@ -647,14 +667,14 @@ class Tensor:
     def matmul(self, other: Tensor) -> Tensor:
         return _ops.matmul(self, other)
 
-    def mm(self, other: Tensor) -> Tensor:
-        return _ops.matmul(self, other)
+    def mm(self, mat2: Tensor) -> Tensor:
+        return _ops.mm(self, mat2)
 
     def sum(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         return _ops.sum(self, dim, keepdim, dtype=dtype)
 
-    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return _ops.mean(self, dim, keepdim)
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        return _ops.mean(self, dim, keepdim, dtype=dtype)
 
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         return _ops.max(self, dim, keepdim)
@@ -685,11 +705,11 @@ class Tensor:
             correction: int | None = None) -> Tensor:  # fmt: skip
         return _ops.std(self, dim, unbiased, keepdim, correction=correction)
 
-    def softmax(self, dim: int) -> Tensor:
-        return _ops.softmax(self, dim)
+    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return _ops.softmax(self, dim, dtype=dtype)
 
-    def log_softmax(self, dim: int) -> Tensor:
-        return _ops.log_softmax(self, dim)
+    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return _ops.log_softmax(self, dim, dtype)
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
         return _ops.logsumexp(self, dim, keepdim)
@@ -757,6 +777,20 @@ class Tensor:
     def where(self, condition: Tensor, other: Any) -> Tensor:
         return _ops.where(condition, self, other)
 
+    def sort(self, dim: int = -1, descending: bool = False, *,
+             stable: bool | None = None) -> Any:  # fmt: skip
+        """`(values, indices)` sorted along `dim`: see `minitorch.sort`."""
+        return _ops.sort(self, dim, descending, stable=stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        return _ops.argsort(self, dim, descending, stable=stable)
+
+    def multinomial(self, num_samples: int, replacement: bool = False, *,
+                    generator: torch.Generator | None = None) -> Tensor:  # fmt: skip
+        """Indices drawn with the weights in (each row of) this tensor: see
+        `minitorch.multinomial`."""
+        return _ops.multinomial(self, num_samples, replacement, generator=generator)
+
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         return _ops.index_select(self, dim, index)
 
@@ -779,8 +813,10 @@ class Tensor:
     def mul_(self, other: Any) -> Tensor:
         return _ops.inplace(self, Tensor.mul, other)
 
-    def div_(self, other: Any) -> Tensor:
-        return _ops.inplace(self, Tensor.div, other)
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None:
+            return _ops.inplace(self, Tensor.div, other)
+        return _ops.inplace(self, lambda t, o: _ops.div(t, o, rounding_mode=rounding_mode), other)
 
     def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
         return _ops.inplace(self, Tensor.clamp, min, max)
@@ -794,26 +830,33 @@ class Tensor:
     def fill_(self, value: Any) -> Tensor:
         return _ops.inplace(self, _ops.fill, value)
 
-    def copy_(self, source: Tensor) -> Tensor:
-        return _ops.inplace(self, _ops.copy_from, source)
+    def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor:
+        return _ops.inplace(self, _ops.copy_from, src)
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
         return _ops.inplace(self, Tensor.masked_fill, mask, value)
 
     # Non-differentiable helpers ------------------------------------------------------------------
     @recorded_creation
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return Tensor._make(self._data.new_zeros(_shape_args(size), dtype=dtype, device=device))
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:  # fmt: skip
+        """Zeros of `size`, with this tensor's dtype and device unless given."""
+        data = self._data.new_zeros(_shape_args(size), dtype=dtype, device=device)
+        return Tensor._make(data).requires_grad_(requires_grad)
 
     @recorded_creation
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return Tensor._make(self._data.new_ones(_shape_args(size), dtype=dtype, device=device))
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:  # fmt: skip
+        """Ones of `size`, with this tensor's dtype and device unless given."""
+        data = self._data.new_ones(_shape_args(size), dtype=dtype, device=device)
+        return Tensor._make(data).requires_grad_(requires_grad)
 
     @recorded_creation
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-        return Tensor._make(
-            torch.as_tensor(data, dtype=dtype or self.dtype, device=device or self.device)
-        )
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> Tensor:  # fmt: skip
+        """A copy of `data`, with this tensor's dtype and device unless given."""
+        storage = torch.as_tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+        return Tensor._make(storage).requires_grad_(requires_grad)
 
     def any(self) -> Tensor:
         return _ops.predicate("any", self)

@@ -425,6 +425,212 @@ for epoch in range(20):
         print(epoch, f"{loss.item():.5f}", perm[:5].tolist())
 """)
 
+# Programs for the APIs of issue 15 (legacy Variable and typed tensors, sort, multinomial, normal,
+# default dtype and device, out=, PyTorch's keyword names).
+program("""
+# an old-style (PyTorch 0.3) two-layer net with Variable and FloatTensor
+Variable = torch.autograd.Variable
+dtype = torch.FloatTensor
+torch.manual_seed(0)
+x = Variable(torch.randn(64, 10).type(dtype), requires_grad=False)
+y = Variable(torch.randn(64, 2).type(dtype), requires_grad=False)
+w1 = Variable(torch.randn(10, 16).type(dtype), requires_grad=True)
+w2 = Variable(torch.randn(16, 2).type(dtype), requires_grad=True)
+learning_rate = 1e-3
+for t in range(50):
+    y_pred = x.mm(w1).clamp(min=0).mm(w2)
+    loss = (y_pred - y).pow(2).sum()
+    if t % 10 == 9:
+        print(t, f"{loss.item():.4f}")
+    loss.backward()
+    w1.data -= learning_rate * w1.grad.data
+    w2.data -= learning_rate * w2.grad.data
+    w1.grad.data.zero_()
+    w2.grad.data.zero_()
+print(w1.type(), isinstance(w1, Variable), isinstance(w1, torch.FloatTensor), w1.is_leaf)
+raw = torch.ones(3)
+wrapped = Variable(raw, requires_grad=True)
+(wrapped * 2).sum().backward()
+print(raw.requires_grad, wrapped.requires_grad, raw.grad, wrapped.grad)
+""")
+
+program("""
+# sampling characters from a bigram model with multinomial
+torch.manual_seed(0)
+vocab = list("abcdefgh ")
+logits = torch.randn(len(vocab), len(vocab))
+index = 0
+text = []
+for _ in range(40):
+    probs = F.softmax(logits[index] / 0.8, dim=0)
+    index = torch.multinomial(probs, num_samples=1).item()
+    text.append(vocab[index])
+print("".join(text))
+batch = torch.multinomial(F.softmax(logits, dim=1), 4, replacement=True)
+print(batch.shape, batch.dtype, batch[:3].tolist())
+print(torch.multinomial(torch.tensor([0.1, 0.0, 0.9]), 2).tolist())
+counts = torch.zeros(3)
+for i in torch.tensor([0.2, 0.3, 0.5]).multinomial(1000, replacement=True).tolist():
+    counts[i] += 1
+print(counts.tolist())
+""")
+
+program("""
+# ranking scores with sort, and its gradient
+torch.manual_seed(1)
+scores = torch.randn(6, 5, requires_grad=True)
+values, indices = torch.sort(scores, dim=1, descending=True)
+print(indices[:, :3].tolist())
+top2 = values[:, :2].sum()
+top2.backward()
+print(scores.grad.tolist())
+labels = torch.tensor([0, 1, 2, 3, 4, 0])
+ranks = (indices == labels.unsqueeze(1)).float().argmax(dim=1)
+print(ranks.tolist(), (ranks < 3).float().mean().item())
+result = scores.detach().sort(dim=0, stable=True)
+print(type(result).__name__, result.values[:, 0].tolist(), result.indices[:, 0].tolist())
+print(torch.argsort(scores.detach()[0]).tolist(), values.grad_fn.name())
+median = scores.detach().sort(dim=1).values[:, 2]
+print([round(v, 5) for v in median.tolist()])
+""")
+
+program("""
+# a Gaussian fitted by sampling with torch.normal
+torch.manual_seed(0)
+mu = torch.zeros(4, requires_grad=True)
+log_std = torch.zeros(4, requires_grad=True)
+optimizer = optim.Adam([mu, log_std], lr=0.05)
+target = torch.tensor([1.0, -2.0, 0.5, 3.0])
+for step in range(100):
+    eps = torch.normal(0.0, 1.0, size=(32, 4))
+    z = mu + log_std.exp() * eps
+    loss = ((z - target) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step % 25 == 0:
+        print(step, f"{loss.item():.5f}")
+print([round(v, 4) for v in mu.tolist()], [round(v, 4) for v in log_std.tolist()])
+noise = torch.normal(mean=torch.zeros(3), std=torch.tensor([1.0, 0.1, 0.01]))
+print([round(v, 6) for v in noise.tolist()])
+generator = torch.Generator().manual_seed(3)
+print(torch.normal(2.0, 0.5, (2, 2), generator=generator).tolist())
+x = torch.ones(3, requires_grad=True)
+y = torch.normal(x, 1.0)
+y.sum().backward()
+print(y.grad_fn.name(), x.grad.tolist(), torch.normal(x.detach()).shape)
+""")
+
+program("""
+# float64 everywhere with set_default_dtype, then back
+previous = torch.get_default_dtype()
+torch.set_default_dtype(torch.float64)
+torch.set_default_device("cpu")
+try:
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 20)
+    w = torch.randn(3, requires_grad=True)
+    for step in range(200):
+        y = w[0] + w[1] * x + w[2] * x**2
+        loss = ((y - torch.sin(3 * x)) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+            w.grad.zero_()
+    print(x.dtype, w.dtype, torch.tensor([1.5]).dtype, torch.zeros(2).dtype, torch.Tensor(2).dtype)
+    print(f"{loss.item():.12f}", [f"{v:.10f}" for v in w.tolist()])
+    print(torch.get_default_device(), torch.arange(3).device, torch.arange(0.0, 1.0, 0.5).dtype)
+finally:
+    torch.set_default_dtype(previous)
+    torch.set_default_device(None)
+print(torch.get_default_dtype(), torch.ones(1).dtype, torch.FloatTensor([1]).dtype)
+""")
+
+program("""
+# reusing buffers with out= in an evaluation loop
+torch.manual_seed(0)
+W = torch.randn(4, 3)
+b = torch.randn(3)
+buffer = torch.empty(0)
+total = torch.zeros(3)
+for i in range(5):
+    x = torch.randn(2, 4)
+    torch.matmul(x, W, out=buffer)
+    torch.add(buffer, b, out=buffer)
+    torch.add(total, buffer.sum(dim=0), alpha=0.5, out=total)
+print(buffer.shape, [round(v, 5) for v in total.tolist()], total._version)
+steps = torch.arange(0, 1, 0.25, out=torch.empty(0, dtype=torch.float64))
+print(steps.tolist(), steps.dtype)
+parts = torch.cat([torch.ones(2), torch.zeros(2)], out=torch.empty(4))
+stacked = torch.stack([parts, parts * 2], dim=1, out=torch.zeros(4, 2))
+print(stacked.tolist(), torch.mm(stacked.t(), stacked, out=torch.empty(2, 2)).tolist())
+w = torch.zeros(3, requires_grad=True)
+try:
+    torch.mul(w, 2, out=torch.empty(3))
+except RuntimeError as error:
+    print(error)
+with torch.no_grad():
+    torch.mul(torch.ones(3), 2, out=w)
+print(w.tolist(), w.requires_grad, w.is_leaf)
+print(torch.zeros(2, 2, out=torch.empty(0, dtype=torch.int64)).tolist())
+print(torch.div(torch.tensor([7.0, -7.0]), 2, rounding_mode="floor").tolist())
+print(torch.sub(torch.ones(2), 3, out=torch.empty(2)).tolist())
+print(torch.ones(3, out=torch.empty(3, dtype=torch.float64)).dtype)
+""")
+
+program("""
+# legacy typed tensors and type() conversions
+torch.manual_seed(0)
+x = torch.FloatTensor([[1, 2], [3, 4]])
+index = torch.LongTensor([1, 0])
+mask = torch.BoolTensor([True, False])
+print(x.type(), index.type(), mask.type(), torch.DoubleTensor(2).type())
+print(x[index].tolist(), x[mask].tolist())
+buffer = torch.FloatTensor(2, 3).zero_()
+print(buffer.shape, buffer.type(), buffer.sum().item())
+d = x.type(torch.DoubleTensor)
+print(d.dtype, d.type(), x.type("torch.LongTensor").tolist(), x.type(torch.FloatTensor) is x)
+print(isinstance(x, torch.FloatTensor), isinstance(d, torch.FloatTensor))
+print(isinstance(index, torch.LongTensor), isinstance(index, torch.FloatTensor))
+w = torch.randn(2, 2, requires_grad=True)
+loss = (w.type(torch.DoubleTensor) * d).sum()
+loss.backward()
+print(loss.dtype, w.grad.dtype, w.grad.tolist())
+labels = torch.LongTensor([0, 2, 1])
+print(F.one_hot(labels).type(torch.FloatTensor).tolist())
+try:
+    torch.LongTensor(torch.ones(2))
+except TypeError as error:
+    print(type(error).__name__, str(error)[:40])
+""")
+
+program("""
+# logistic regression written with PyTorch's keyword names
+torch.manual_seed(0)
+X = torch.randn(40, 3)
+y = (X.sum(dim=1) > 0).long()
+W = torch.zeros(3, 2, requires_grad=True)
+bias = torch.zeros(2, requires_grad=True)
+for step in range(30):
+    logits = torch.add(input=torch.matmul(input=X, other=W), other=bias)
+    loss = F.cross_entropy(logits, y)
+    loss.backward()
+    with torch.no_grad():
+        torch.sub(W, W.grad, alpha=0.5, out=W)
+        torch.sub(input=bias, other=bias.grad, alpha=0.5, out=bias)
+    W.grad = None
+    bias.grad = None
+    if step % 10 == 0:
+        print(step, f"{loss.item():.5f}")
+probs = torch.softmax(input=logits, dim=1)
+print(torch.sum(input=probs, dim=1, keepdim=True).shape)
+print(f"{torch.where(condition=probs > 0.5, input=probs, other=torch.zeros_like(probs)).sum():.5f}")
+print([t.shape for t in torch.split(tensor=X, split_size_or_sections=[10, 30], dim=0)])
+print(torch.clamp(input=W, min=-0.1, max=0.1).tolist())
+print(torch.gather(input=probs, dim=1, index=y.unsqueeze(1))[:3].tolist())
+print(torch.mean(input=X, dim=0, dtype=torch.float64).dtype, X.mm(mat2=W).shape)
+""")
+
 # The runner ---------------------------------------------------------------------------------------
 NUMBER = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 

@@ -78,6 +78,16 @@ CASES = [
     ("lstm step shrinking", lstm_step, [(2, 8), (3, 2), (3, 2), (8, 2)]),
     ("gru step", gru_step, [(2, 6), (3, 2), (6, 2), (6,)]),
     ("gru step no bias", lambda g, h, w: gru_step(g, h, w, None), [(3, 6), (3, 2), (6, 2)]),
+    ("mse loss", lambda x, y: F.mse_loss(x, y), [(3, 4), (3, 4)]),
+    ("mse loss none", lambda x, y: F.mse_loss(x, y, reduction="none"), [(3, 4), (3, 4)]),
+    ("smooth l1 loss", lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), [(3, 4), (3, 4)]),
+    ("huber loss sum", lambda x, y: F.huber_loss(x, y, "sum", delta=0.7), [(3, 4), (3, 4)]),
+    ("bce", lambda x, y: F.binary_cross_entropy(x.sigmoid(), y.sigmoid()), [(3, 4), (3, 4)]),
+    ("nll loss", lambda x: F.nll_loss(x.log_softmax(1), _index([0, 2, -100])), [(3, 4)]),
+    ("nll loss 3-d", lambda x: F.nll_loss(x, _index([[0, 2], [1, 1]]), None, None, 1), [(2, 3, 2)]),
+    ("smoothing", lambda x: F.cross_entropy(x, _index([0, 3]), label_smoothing=0.1), [(2, 4)]),
+    ("layer norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)]),
+    ("layer norm 3-d", lambda x: F.layer_norm(x, (3, 4)), [(2, 3, 4)]),
 ]  # fmt: skip
 
 

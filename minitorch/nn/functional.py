@@ -1,8 +1,9 @@
 """Stateless neural-network functions, named and used like `torch.nn.functional`.
 
 Each differentiable function is either one fused `Function` from `minitorch.ops.nn` (linear,
-cross_entropy, conv2d, max_pool2d, embedding, dropout, pad, ...) or a composition of minitorch
-ops (layer_norm, mse_loss, ...). Either way the gradient is minitorch's own.
+conv2d, max_pool2d, embedding, layer_norm, mse_loss, nll_loss, pad, ...) or a composition of
+minitorch ops (cross_entropy, l1_loss, dropout, ...), following what PyTorch records, so that
+`loss.grad_fn.next_functions` shows PyTorch's graph. Either way the gradient is minitorch's own.
 """
 
 from __future__ import annotations
@@ -232,22 +233,14 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise over the last len(normalized_shape) dims to zero mean and unit (biased)
-    variance, then scale by weight and shift by bias."""
+    variance, then scale by weight and shift by bias. One node, NativeLayerNormBackward0."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.dim() - len(shape) :]) != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*, {', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
-    dims = tuple(range(input.dim() - len(shape), input.dim()))
-    centered = input - input.mean(dims, keepdim=True)
-    variance = (centered * centered).mean(dims, keepdim=True)
-    out = centered / (variance + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return _nn_ops.NativeLayerNorm.apply(input, weight, bias, shape, eps)
 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
@@ -277,13 +270,32 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 # ------------------------------------------------------------------------------------------------
 # Losses
 # ------------------------------------------------------------------------------------------------
+# Each loss records the graph PyTorch records: one node where PyTorch's loss is one (mse_loss,
+# nll_loss, binary_cross_entropy, ...), the same ops where PyTorch composes it (l1_loss,
+# cross_entropy, the weighted forms). Targets that broadcast are expanded first, as
+# `torch.broadcast_tensors` does in PyTorch's functional code (ExpandBackward0).
 def _check_reduction(reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _reduce(losses: Tensor, reduction: str) -> Tensor:
+def _legacy_reduction(size_average: Any, reduce: Any) -> str:
+    """PyTorch's deprecated size_average/reduce flags mapped to `reduction`."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduction(reduction: str, size_average: Any = None, reduce: Any = None) -> str:
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
     _check_reduction(reduction)
+    return reduction
+
+
+def _reduce(losses: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return losses.mean()
     if reduction == "sum":
@@ -302,17 +314,46 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
         )
 
 
+def _broadcast(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """Input and target expanded to one shape, as `torch.broadcast_tensors` does (a tensor
+    that has that shape already is returned as it is)."""
+    # torch's shape rule and error message, on meta tensors (no data): "The size of tensor a
+    # (3) must match the size of tensor b (4) at non-singleton dimension 1"
+    meta = [torch.empty(t.shape, device="meta") for t in (input, target)]
+    shape = torch.broadcast_tensors(*meta)[0].shape
+    input = input if input.shape == shape else input.expand(shape)
+    target = target if target.shape == shape else target.expand(shape)
+    return input, target
+
+
+def _weighted(losses: Tensor, weight: Tensor, reduction: str, input: Tensor) -> Tensor:
+    """PyTorch's weighted regression losses: the losses times weight; "mean" divides the sum
+    by the sum of the weights."""
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    losses = losses * weight
+    if reduction == "mean":
+        return losses.sum() / weight.sum()
+    return _reduce(losses, reduction)
+
+
 def mse_loss(
     input: Tensor,
     target: Tensor,
     size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
+    weight: Tensor | None = None,
 ) -> Tensor:
-    """Mean (or sum, or elementwise) squared error; target broadcasts against input."""
+    """Mean (or sum, or elementwise) squared error; target broadcasts against input. One node,
+    MseLossBackward0; with `weight`, (input - target)^2 * weight, composed as PyTorch does."""
     _warn_if_broadcast(input, target)
-    diff = input - target
-    return _reduce(diff * diff, reduction)
+    reduction = _reduction(reduction, size_average, reduce)
+    expanded_input, expanded_target = _broadcast(input, target)
+    if weight is not None:
+        squared = (expanded_input - expanded_target).pow(2)
+        return _weighted(squared, weight, reduction, input)
+    return _nn_ops.MseLoss.apply(expanded_input, expanded_target, reduction)
 
 
 def l1_loss(
@@ -321,26 +362,77 @@ def l1_loss(
     size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
+    weight: Tensor | None = None,
 ) -> Tensor:
-    """Mean (or sum, or elementwise) absolute error; target broadcasts against input."""
+    """Mean (or sum, or elementwise) absolute error; target broadcasts against input. PyTorch
+    composes it too: abs of the difference, then the reduction (times `weight` if given)."""
     _warn_if_broadcast(input, target)
-    return _reduce((input - target).abs(), reduction)
+    reduction = _reduction(reduction, size_average, reduce)
+    expanded_input, expanded_target = _broadcast(input, target)
+    losses = (expanded_input - expanded_target).abs()
+    if weight is not None:
+        return _weighted(losses, weight, reduction, input)
+    return _reduce(losses, reduction)
 
 
-def _class_index_loss(
-    node: type,
+def smooth_l1_loss(
     input: Tensor,
     target: Tensor,
-    weight: Tensor | None,
-    ignore_index: int,
-    reduction: str,
-    label_smoothing: float,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
 ) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, for d = input - target; reduced.
+    beta = 0 is the L1 loss (PyTorch calls l1_loss then); a negative beta is an error."""
+    _warn_if_broadcast(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    expanded_input, expanded_target = _broadcast(input, target)
+    if beta == 0.0:
+        return _reduce((expanded_input - expanded_target).abs(), reduction)
+    return _nn_ops.SmoothL1Loss.apply(expanded_input, expanded_target, reduction, beta)
+
+
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
+    """0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta), for d = input - target;
+    reduced. delta must be positive. With `weight`, PyTorch weighs the elementwise losses and
+    "mean" is their plain mean."""
+    _warn_if_broadcast(input, target)
     _check_reduction(reduction)
-    if not isinstance(target, Tensor):
-        raise TypeError(f"{node.__name__}: expected target to be a Tensor, got {type(target)}")
-    weight_data = None if weight is None else weight._data
-    return node.apply(input, target._data, weight_data, ignore_index, reduction, label_smoothing)
+    expanded_input, expanded_target = _broadcast(input, target)
+    if weight is None:
+        return _nn_ops.HuberLoss.apply(expanded_input, expanded_target, reduction, delta)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    losses = _nn_ops.HuberLoss.apply(expanded_input, expanded_target, "none", delta)
+    return _reduce(losses * weight, reduction)
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """-(y log x + (1 - y) log(1 - x)) per element, for probabilities x (input, in [0, 1]) and
+    targets y of the same shape, times `weight` (it broadcasts); reduced. One node."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+    if weight is not None:
+        weight = weight.expand(torch.broadcast_shapes(target.shape, weight.shape))._data
+    return _nn_ops.BinaryCrossEntropy.apply(input, target, weight, reduction)
 
 
 def nll_loss(
@@ -354,8 +446,30 @@ def nll_loss(
 ) -> Tensor:
     """-input[n, target[n]] (times the class weight), for log-probabilities input of shape
     (N, C), (C,) or (N, C, d1, ...). Entries whose target is ignore_index count for nothing;
-    "mean" divides by the total weight of the others."""
-    return _class_index_loss(_nn_ops.ClassNll, input, target, weight, ignore_index, reduction, 0.0)
+    "mean" divides by the total weight of the others. One node, NllLossBackward0 (for 4-D
+    input NllLoss2DBackward0; other ranks above 2 are viewed as 4-D, as PyTorch does)."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if not isinstance(target, Tensor):
+        raise TypeError(f"nll_loss: expected target to be a Tensor, got {type(target)}")
+    weight = None if weight is None else weight._data
+    if input.dim() <= 2:
+        return _nn_ops.NllLoss.apply(input, target._data, weight, ignore_index, reduction)
+    if input.dim() == 4:
+        return _nn_ops.NllLoss2d.apply(input, target._data, weight, ignore_index, reduction)
+    # (N, C, d1, d2, ...) as (N, C, 1, d1 * d2 * ...) and the targets as (N, 1, d1 * d2 * ...)
+    n, classes = input.shape[0], input.shape[1]
+    out_size = [n, *input.shape[2:]]
+    if target.dim() > 0 and target.shape[0] != n:
+        raise ValueError(
+            f"Expected input batch_size ({n}) to match target batch_size ({target.shape[0]})."
+        )
+    if list(target.shape) != out_size:
+        raise RuntimeError(f"Expected target size {out_size}, got {list(target.shape)}")
+    rows = 1 if input.numel() else 0
+    input = input.reshape(n, classes, rows, -1 if rows else 0)
+    target = target.reshape(n, rows, -1 if rows else 0)
+    out = _nn_ops.NllLoss2d.apply(input, target._data, weight, ignore_index, reduction)
+    return out.view(out_size) if reduction == "none" else out
 
 
 def cross_entropy(
@@ -368,43 +482,84 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """log_softmax over dim 1 followed by nll_loss, fused into one node. `target` holds class
-    indices (int64, shape (N,) or (N, d1, ...)) or class probabilities (float, input's shape)."""
-    _check_reduction(reduction)
+    """log_softmax over the class dim (dim 1, or 0 for an unbatched (C,) input), then nll_loss:
+    NllLossBackward0 after LogSoftmaxBackward0, as PyTorch records it. `target` holds class
+    indices (int64, shape (N,) or (N, d1, ...)) or class probabilities (float, input's shape).
+    Label smoothing mixes in the loss against uniform targets, composed as PyTorch does."""
+    reduction = _reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    log_probs = _ops.log_softmax(input, class_dim)
     if target.dtype.is_floating_point:
-        return _cross_entropy_with_probabilities(input, target, weight, reduction, label_smoothing)
-    return _class_index_loss(
-        _nn_ops.CrossEntropy, input, target, weight, ignore_index, reduction, label_smoothing
-    )
+        return _cross_entropy_with_probabilities(
+            log_probs, target, weight, reduction, label_smoothing, class_dim
+        )
+    loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return loss
+    uniform = _uniform_target_loss(log_probs, target, weight, ignore_index, reduction, class_dim)
+    classes = input.shape[class_dim]
+    smoothed = _nn_ops.MulNumber.apply(uniform, label_smoothing / classes)
+    return _nn_ops.MulNumber.apply(loss, 1 - label_smoothing) + smoothed
+
+
+def _class_weights_along(weight: Tensor, dim: int, ndim: int) -> Tensor:
+    """The class weights shaped to broadcast along `dim` of an `ndim`-d tensor."""
+    shape = [1] * ndim
+    shape[dim] = weight.shape[0]
+    return weight.view(shape)
+
+
+def _uniform_target_loss(
+    log_probs: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    reduction: str,
+    class_dim: int,
+) -> Tensor:
+    """Label smoothing's second term: -sum over the classes of the log-probabilities (times the
+    class weights), 0 where the target is ignored, reduced like nll_loss ("mean" divides by the
+    number, or the total weight, of the targets not ignored)."""
+    ignored = target == ignore_index
+    if weight is not None:
+        log_probs = log_probs * _class_weights_along(weight, class_dim, log_probs.dim())
+    # PyTorch fills in place (masked_fill_); the node is the same, and a trace accepts this one
+    losses = (-log_probs.sum(class_dim)).masked_fill(ignored, 0.0)
+    if reduction != "mean":
+        return _reduce(losses, reduction)
+    if weight is None:
+        return losses.sum() / (~ignored).sum()
+    target_weights = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0)
+    return losses.sum() / target_weights.sum()
 
 
 def _cross_entropy_with_probabilities(
-    input: Tensor,
+    log_probs: Tensor,
     target: Tensor,
     weight: Tensor | None,
     reduction: str,
     label_smoothing: float,
+    class_dim: int,
 ) -> Tensor:
-    if target.shape != input.shape:
+    if target.shape != log_probs.shape:
         raise RuntimeError(
-            f"cross_entropy: expected target of the input's shape {list(input.shape)} for class "
-            f"probabilities, got {list(target.shape)}"
+            f"cross_entropy: expected target of the input's shape {list(log_probs.shape)} for "
+            f"class probabilities, got {list(target.shape)}"
         )
-    dim = 1 if input.dim() > 1 else 0
-    classes = input.shape[dim]
-    if label_smoothing:
-        target = target * (1 - label_smoothing) + label_smoothing / classes
-    terms = log_softmax(input, dim) * target
+    classes = log_probs.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = _nn_ops.MulNumber.apply(target, 1 - label_smoothing)
+        target = _nn_ops.AddNumber.apply(target, label_smoothing / classes)
+    terms = log_probs * target
     if weight is not None:
-        shape = [1] * input.dim()
-        shape[dim] = classes
-        terms = terms * weight.reshape(shape)
-    losses = -terms.sum(dim)
-    if reduction == "mean":
-        return losses.sum() / (input.numel() // classes)
-    return _reduce(losses, reduction)
+        terms = terms * _class_weights_along(weight, class_dim, log_probs.dim())
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    if reduction == "sum":
+        return -terms.sum()
+    return _nn_ops.DivNumber.apply(-terms.sum(), log_probs.numel() // classes)
 
 
 def binary_cross_entropy_with_logits(
@@ -419,7 +574,7 @@ def binary_cross_entropy_with_logits(
     """Binary cross-entropy of sigmoid(input) against target in [0, 1], computed stably from
     the logits. `weight` scales each element; `pos_weight` scales the positive term per class
     (it broadcasts along the last dim)."""
-    _check_reduction(reduction)
+    reduction = _reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"
@@ -434,11 +589,13 @@ def binary_cross_entropy_with_logits(
 
 
 __all__ = [
+    "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "conv2d",
     "cross_entropy",
     "dropout",
     "embedding",
+    "huber_loss",
     "l1_loss",
     "layer_norm",
     "linear",
@@ -450,6 +607,7 @@ __all__ = [
     "pad",
     "relu",
     "sigmoid",
+    "smooth_l1_loss",
     "softmax",
     "tanh",
 ]

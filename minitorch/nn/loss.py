@@ -17,17 +17,8 @@ class _Loss(Module):
     ) -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = _legacy_reduction(size_average, reduce)
+            reduction = F._legacy_reduction(size_average, reduce)
         self.reduction = reduction
-
-
-def _legacy_reduction(size_average: Any, reduce: Any) -> str:
-    """PyTorch's deprecated size_average/reduce flags mapped to `reduction`."""
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
 
 
 class _WeightedLoss(_Loss):
@@ -56,6 +47,41 @@ class L1Loss(_Loss):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
+class SmoothL1Loss(_Loss):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, for d = input - target."""
+
+    def __init__(
+        self,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta), for d = input - target."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities; see `functional.binary_cross_entropy`."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
 class NLLLoss(_WeightedLoss):
     """-input[n, target[n]] for log-probabilities input; see `functional.nll_loss`."""
 
@@ -81,7 +107,7 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
-    """log_softmax + nll_loss on logits (one fused node); see `functional.cross_entropy`."""
+    """log_softmax + nll_loss on logits; see `functional.cross_entropy`."""
 
     def __init__(
         self,

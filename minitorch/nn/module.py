@@ -14,14 +14,16 @@ order agree with the PyTorch model written the same way.
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from minitorch.autograd.function import RemovableHandle
-from minitorch.autograd.grad_mode import no_grad
+from minitorch.autograd.function import Function, RemovableHandle
+from minitorch.autograd.grad_mode import is_grad_enabled, no_grad
 from minitorch.nn.parameter import Parameter
 from minitorch.tensor import Tensor
 
@@ -72,6 +74,11 @@ class Module:
         set_plain(self, "_modules", {})
         set_plain(self, "_forward_pre_hooks", [])
         set_plain(self, "_forward_hooks", [])
+        set_plain(self, "_backward_pre_hooks", [])
+        set_plain(self, "_backward_hooks", [])
+        # None until a backward hook is registered; then True (full hooks) or False (the
+        # deprecated register_backward_hook). A module may not mix the two kinds.
+        set_plain(self, "_is_full_backward_hook", None)
 
     # ------------------------------------------------------------------------------------------
     # Running the module
@@ -82,11 +89,19 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._forward_pre_hooks or self._forward_hooks:
+        if (
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+        ):
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        """PyTorch's order: forward pre-hooks, the full backward hooks' wrapping of the inputs,
+        forward, forward hooks, the wrapping of the outputs, then the deprecated backward hooks
+        on the output's grad_fn."""
         for hook, with_kwargs in list(self._forward_pre_hooks):
             if with_kwargs:
                 result = hook(self, args, kwargs)
@@ -96,11 +111,26 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        full_hooks = list(self._backward_hooks) if self._is_full_backward_hook else []
+        backward_hook = None
+        if full_hooks or self._backward_pre_hooks:
+            backward_hook = BackwardHook(self, full_hooks, list(self._backward_pre_hooks))
+            args = backward_hook.setup_input_hook(args)
         output = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(self._forward_hooks):
             result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
             if result is not None:
                 output = result
+        if backward_hook is not None:
+            if not isinstance(output, (Tensor, tuple)):
+                warnings.warn(
+                    "For backward hooks to be called, module output should be a Tensor or a "
+                    f"tuple of Tensors but received {type(output)}",
+                    stacklevel=3,
+                )
+            output = backward_hook.setup_output_hook(output)
+        if self._backward_hooks and self._is_full_backward_hook is False:
+            self._register_old_backward_hooks(args, output)
         return output
 
     def register_forward_pre_hook(
@@ -118,8 +148,64 @@ class Module:
         output. With `with_kwargs=True` it is `hook(module, args, kwargs, output)`."""
         return self._add_hook(self._forward_hooks, (hook, with_kwargs), prepend)
 
+    def register_full_backward_pre_hook(
+        self, hook: Callable[[Module, tuple], Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, grad_output)` runs once per backward through this module, as soon as
+        the gradients of all its outputs are known and before the gradients of its inputs are
+        computed. `grad_output` is a tuple with one entry per output (None for an output that
+        is not a tensor or got no gradient); a returned tuple of the same length replaces it."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(
+        self, hook: Callable[[Module, tuple, tuple], Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` runs once per backward through this module,
+        when the gradients of its positional inputs have been computed. Both are tuples with
+        one entry per positional input (output): None for an argument that is not a tensor
+        (zeros for a tensor that does not require grad while another does). A returned tuple of
+        the same length replaces `grad_input`. If no input requires grad, the hook runs when
+        the output gradients are known, with `grad_input` all None (and a warning)."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single "
+                "Module. Please use only one of them."
+            )
+        self._is_full_backward_hook = True
+        return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(
+        self, hook: Callable[[Module, tuple, tuple], Any]
+    ) -> RemovableHandle:
+        """Deprecated (use `register_full_backward_hook`). `hook(module, grad_input,
+        grad_output)` is registered on the grad_fn of the module's (first) output, so it sees
+        that one node's gradients, which are the module's only when forward is a single op.
+        PyTorch's FutureWarnings say when they are not."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks on a single "
+                "Module. Please use only one of them."
+            )
+        self._is_full_backward_hook = False
+        return self._add_hook(self._backward_hooks, hook, False)
+
+    def _register_old_backward_hooks(self, args: tuple, output: Any) -> None:
+        """`register_backward_hook`: put the hooks on the grad_fn of the first output tensor."""
+        first = output
+        while not isinstance(first, Tensor):
+            if isinstance(first, dict):
+                first = next(v for v in first.values() if isinstance(v, Tensor))
+            else:
+                first = first[0]
+        grad_fn = first.grad_fn
+        if grad_fn is None:
+            return
+        for hook in self._backward_hooks:
+            grad_fn.register_hook(functools.partial(hook, self))
+        _warn_old_backward_hook(args, output, grad_fn)
+
     @staticmethod
-    def _add_hook(hooks: list, entry: tuple, prepend: bool) -> RemovableHandle:
+    def _add_hook(hooks: list, entry: Any, prepend: bool) -> RemovableHandle:
         if prepend:
             hooks.insert(0, entry)
         else:
@@ -577,3 +663,209 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, torch.dtype | None]:
         else:
             raise TypeError(f"to() received an invalid argument of type {type(arg).__name__}")
     return device, dtype
+
+
+# ----------------------------------------------------------------------------------------------
+# Backward hooks
+# ----------------------------------------------------------------------------------------------
+# NOTE [Module backward hooks]
+# A module is not a node of the graph: its forward may record many ops, or none. So, as
+# PyTorch does, `__call__` brackets forward between two identity ops, BackwardHookFunction:
+# one applied to the tensors among the positional inputs, one to the tensors among the outputs.
+# Their nodes mark where gradients enter and leave the module:
+#
+#     inputs -> [BackwardHookFunctionBackward] -> forward's ops -> [BackwardHookFunctionBackward]
+#
+# - The output node runs once the gradients of *all* the outputs are complete (the engine's
+#   dependency counting guarantees it). A prehook on it stores grad_output, runs the
+#   module's backward pre-hooks (which may replace it) and passes the result on.
+# - The input node runs once the gradients of all the inputs are complete. A hook on it (run
+#   after it) calls the full backward hooks with (grad_input, grad_output); a returned tuple
+#   replaces grad_input. Then grad_output is cleared, so each backward through the module
+#   fires the hooks once.
+# - If no input requires grad there is no input node: the output node's prehook calls the full
+#   hooks itself, with grad_input all None, and warns.
+# Non-tensor arguments are skipped by the identity ops and show up as None in the tuples.
+class BackwardHookFunction(Function):
+    """The identity on any number of tensors; its node is where module backward hooks attach.
+    Outputs of inputs that do not require grad do not require grad either."""
+
+    @staticmethod
+    def forward(ctx: Any, *args: Tensor) -> tuple:
+        outputs = tuple(a._alias() for a in args)
+        ctx.mark_non_differentiable(*[o for a, o in zip(args, outputs) if not a.requires_grad])
+        return outputs
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple:
+        return grads
+
+
+class BackwardHook:
+    """One call of a module with backward hooks: wraps its inputs and outputs in
+    BackwardHookFunction and calls the user's hooks from their nodes. NOTE [Module backward
+    hooks]."""
+
+    def __init__(self, module: Module, user_hooks: list, user_pre_hooks: list) -> None:
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs: tuple | None = None
+        self.n_inputs = self.n_outputs = -1
+        self.input_tensors_index: list[int] | None = None
+        self.output_tensors_index: list[int] | None = None
+
+    @staticmethod
+    def _pack_with_none(indices: list[int], values: tuple, size: int) -> tuple:
+        """The tensors' gradients put back at their argument positions, None elsewhere."""
+        packed: list = [None] * size
+        for index, value in zip(indices, values):
+            packed[index] = value
+        return tuple(packed)
+
+    @staticmethod
+    def _apply_on_tensors(args: tuple, on_node: Callable) -> tuple[tuple, list[int] | None]:
+        """Pass the tensors among `args` through one BackwardHookFunction and hand its node to
+        `on_node`. Nothing happens (indices None) unless grad mode is on and one of them
+        requires grad."""
+        indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in indices]
+        if not (is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return args, None
+        new_tensors = BackwardHookFunction.apply(*tensors)
+        on_node(next(t.grad_fn for t in new_tensors if t.grad_fn is not None))
+        replaced = list(args)
+        for index, tensor in zip(indices, new_tensors):
+            replaced[index] = tensor
+        return (tuple(replaced) if type(args) is tuple else type(args)(*replaced)), indices
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        def on_node(node: Any) -> None:
+            node.register_hook(self._input_hook)
+
+        result, self.input_tensors_index = self._apply_on_tensors(args, on_node)
+        self.n_inputs = len(args)
+        return result
+
+    def setup_output_hook(self, output: Any) -> Any:
+        def on_node(node: Any) -> None:
+            node.register_prehook(self._output_hook)
+
+        is_tuple = isinstance(output, tuple)
+        outputs = output if is_tuple else (output,)
+        result, self.output_tensors_index = self._apply_on_tensors(outputs, on_node)
+        self.n_outputs = len(outputs)
+        return result if is_tuple else result[0]
+
+    def _output_hook(self, grads: tuple) -> tuple | None:
+        """Prehook of the output node: grad_output is complete."""
+        if all(g is None for g in grads):
+            return None
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grads, self.n_outputs)
+        for pre_hook in self.user_pre_hooks:
+            result = pre_hook(self.module, self.grad_outputs)
+            if result is None:
+                continue
+            if len(result) != len(self.grad_outputs):
+                raise RuntimeError(
+                    "Backward pre hook returned an invalid number of grad_output, got "
+                    f"{len(result)}, but expected {len(self.grad_outputs)}"
+                )
+            self.grad_outputs = result
+        grad_outputs = self.grad_outputs
+        if self.input_tensors_index is None:
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to "
+                "module outputs since no inputs require gradients. See "
+                "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.register_full_backward_hook for more details.",
+                stacklevel=6,  # the caller of backward()
+            )
+            grad_inputs = (None,) * self.n_inputs
+            for hook in self.user_hooks:
+                result = hook(self.module, grad_inputs, self.grad_outputs)
+                if result is not None and not (
+                    isinstance(result, tuple) and all(r is None for r in result)
+                ):
+                    raise RuntimeError(
+                        "Backward hook for Modules where no input requires gradient should "
+                        "always return None or None for all gradients."
+                    )
+            self.grad_outputs = None
+        return tuple(grad_outputs[i] for i in self.output_tensors_index)
+
+    def _input_hook(self, grad_inputs: tuple, _grad_outputs: tuple) -> tuple | None:
+        """Hook of the input node: grad_input is computed."""
+        if self.grad_outputs is None:
+            # The gradient reached the inputs without passing through the outputs (e.g. a
+            # double backward): PyTorch does not call the hooks then.
+            return None
+        result = self._pack_with_none(self.input_tensors_index, grad_inputs, self.n_inputs)
+        for hook in self.user_hooks:
+            replaced = hook(self.module, result, self.grad_outputs)
+            if replaced is None:
+                continue
+            if len(replaced) != len(result):
+                raise RuntimeError(
+                    "Backward hook returned an invalid number of grad_input, got "
+                    f"{len(replaced)}, but expected {len(result)}"
+                )
+            result = replaced
+        self.grad_outputs = None
+        return tuple(result[i] for i in self.input_tensors_index)
+
+
+def _warn_old_backward_hook(inputs: tuple, output: Any, grad_fn: Any) -> None:
+    """PyTorch's FutureWarnings for `register_backward_hook` when the output's grad_fn does not
+    see all of the module's gradients."""
+    if isinstance(output, Tensor):
+        output = (output,)
+    elif not (isinstance(output, tuple) and all(isinstance(r, Tensor) for r in output)):
+        warnings.warn(
+            "Using non-full backward hooks on a Module that does not return a single Tensor or "
+            "a tuple of Tensors is deprecated and will be removed in future versions. This hook "
+            "will be missing some of the grad_output. Please use register_full_backward_hook to "
+            "get the documented behavior.",
+            FutureWarning,
+            stacklevel=5,  # the caller of the module
+        )
+        return
+    if not all(isinstance(i, Tensor) for i in inputs):
+        warnings.warn(
+            "Using non-full backward hooks on a Module that does not take as input a single "
+            "Tensor or a tuple of Tensors is deprecated and will be removed in future versions. "
+            "This hook will be missing some of the grad_input. Please use "
+            "register_full_backward_hook to get the documented behavior.",
+            FutureWarning,
+            stacklevel=5,  # the caller of the module
+        )
+        return
+    output_nodes = {r.grad_fn for r in output if r.grad_fn is not None}
+    if len(output_nodes) == 0 or (len(output_nodes) == 1 and grad_fn not in output_nodes):
+        warnings.warn(
+            "Using a non-full backward hook when outputs are nested in python data structure is "
+            "deprecated and will be removed in future versions. This hook will be missing some "
+            "grad_output.",
+            FutureWarning,
+            stacklevel=5,  # the caller of the module
+        )
+    elif len(output_nodes) > 1:
+        warnings.warn(
+            "Using a non-full backward hook when outputs are generated by different autograd "
+            "Nodes is deprecated and will be removed in future versions. This hook will be "
+            "missing some grad_output. Please use register_full_backward_hook to get the "
+            "documented behavior.",
+            FutureWarning,
+            stacklevel=5,  # the caller of the module
+        )
+    else:
+        input_nodes = {i.grad_fn for i in inputs if i.grad_fn is not None}
+        if input_nodes != {node for node, _ in grad_fn.next_functions}:
+            warnings.warn(
+                "Using a non-full backward hook when the forward contains multiple autograd "
+                "Nodes is deprecated and will be removed in future versions. This hook will be "
+                "missing some grad_input. Please use register_full_backward_hook to get the "
+                "documented behavior.",
+                FutureWarning,
+                stacklevel=5,
+            )

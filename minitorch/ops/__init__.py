@@ -36,7 +36,8 @@ from minitorch.ops.elementwise import (
 )
 from minitorch.ops.indexing import gather, getitem, index_select, scatter_add, setitem
 from minitorch.ops.inplace import inplace
-from minitorch.ops.linalg import matmul
+from minitorch.ops.linalg import matmul, mm
+from minitorch.ops.random import multinomial, normal
 from minitorch.ops.reduction import (
     amax,
     amin,
@@ -70,3 +71,4 @@ from minitorch.ops.shape import (
     unsqueeze,
     view,
 )
+from minitorch.ops.sorting import argsort, sort

@@ -10,6 +10,7 @@ import torch
 
 from minitorch.autograd.function import Function
 from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.out import call_with_out
 from minitorch.ops.scalars import as_tensor, number_storage, pair
 from minitorch.tensor import Tensor
 
@@ -774,22 +775,74 @@ class Predicate(Function):
         return _new(getattr(a._data, name)())
 
 
+class DivRounded(Function):
+    """`div(a, b, rounding_mode="floor" | "trunc")`: a step function, so (as in PyTorch) its
+    gradient is zero for both operands."""
+
+    node_name = "DivBackward2"
+    wraps_numbers = True
+
+    @staticmethod
+    def forward(ctx, a, b, rounding_mode):
+        ctx.metas = tuple(
+            (x.shape, x.dtype, x.device) if isinstance(x, Tensor) else None for x in (a, b)
+        )
+        ra, rb = _operands(a, b)
+        return _new(torch.div(ra, rb, rounding_mode=rounding_mode))
+
+    @staticmethod
+    def backward(ctx, grad):
+        zeros = [
+            _new(torch.zeros(meta[0], dtype=meta[1], device=meta[2])) if need else None
+            for meta, need in zip(ctx.metas, ctx.needs_input_grad)
+        ]
+        return zeros[0], zeros[1], None
+
+
 # Public functions --------------------------------------------------------------------------------
-def add(a: Any, b: Any) -> Tensor:
+# Parameter names are PyTorch's (`torch.add(input=x, other=y)` works); tests/
+# test_pytorch_fidelity_tensor.py compares them with torch's signatures.
+def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """`input + alpha * other`, broadcasting. With `out=`, the result is written into `out`."""
+    if out is not None:
+        return call_with_out("add", torch.add, out, input, other, alpha=alpha)
+    if alpha != 1:
+        other = mul(other, alpha)
     # `2 + x` is x.add(2) in PyTorch: the tensor's edge comes first.
-    return Add.apply(a, b) if isinstance(a, Tensor) else Add.apply(b, a)
+    return Add.apply(input, other) if isinstance(input, Tensor) else Add.apply(other, input)
 
 
-def sub(a: Any, b: Any) -> Tensor:
-    return Sub.apply(a, b) if isinstance(a, Tensor) else RSub.apply(a, b)
+def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """`input - alpha * other`, broadcasting. With `out=`, the result is written into `out`."""
+    if out is not None:
+        return call_with_out("sub", torch.sub, out, input, other, alpha=alpha)
+    if alpha != 1:
+        other = mul(other, alpha)
+    return Sub.apply(input, other) if isinstance(input, Tensor) else RSub.apply(input, other)
 
 
-def mul(a: Any, b: Any) -> Tensor:
-    return Mul.apply(a, b) if isinstance(a, Tensor) else Mul.apply(b, a)
+def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """`input * other`, broadcasting. With `out=`, the result is written into `out`."""
+    if out is not None:
+        return call_with_out("mul", torch.mul, out, input, other)
+    return Mul.apply(input, other) if isinstance(input, Tensor) else Mul.apply(other, input)
 
 
-def div(a: Any, b: Any) -> Tensor:
-    return Div.apply(a, b)
+def div(input: Any, other: Any, *, rounding_mode: str | None = None,
+        out: Tensor | None = None) -> Tensor:  # noqa: A002 # fmt: skip
+    """`input / other` (true division), broadcasting. `rounding_mode="floor"` or `"trunc"`
+    rounds the quotient (its gradient is zero, as in PyTorch). With `out=`, the result is
+    written into `out`."""
+    if out is not None:
+        return call_with_out("div", torch.div, out, input, other, rounding_mode=rounding_mode)
+    if rounding_mode is None:
+        return Div.apply(input, other)
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        )
+    return DivRounded.apply(input, other, rounding_mode)
 
 
 def tanh_backward(grad: Tensor, y: Tensor) -> Tensor:
@@ -802,104 +855,113 @@ def sigmoid_backward(grad: Tensor, y: Tensor) -> Tensor:
     return SigmoidBackward.apply(grad, y)
 
 
-def remainder(a: Any, b: Any) -> Tensor:
-    """`a % b` with the sign of `b` (Python's and PyTorch's rule)."""
-    return (RemainderTensor if isinstance(b, Tensor) else Remainder).apply(a, b)
+def remainder(input: Any, other: Any) -> Tensor:  # noqa: A002
+    """`input % other` with the sign of `other` (Python's and PyTorch's rule)."""
+    return (RemainderTensor if isinstance(other, Tensor) else Remainder).apply(input, other)
 
 
-def floor_divide(a: Any, b: Any) -> Tensor:
-    """`a // b`, rounding down. Like PyTorch, it records a node whose backward raises."""
-    return FloorDivide.apply(a, b)
+def floor_divide(input: Any, other: Any) -> Tensor:  # noqa: A002
+    """`input // other`, rounding down. Like PyTorch, it records a node whose backward raises."""
+    return FloorDivide.apply(input, other)
 
 
-def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
-    if isinstance(a, Tensor) and not isinstance(exponent, Tensor):
-        return PowScalar.apply(a, exponent)
-    if not isinstance(a, Tensor):
-        return RPow.apply(a, exponent)
-    return Pow.apply(a, exponent)
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001, A002 (PyTorch's names)
+    """`input ** exponent`; either may be a Python number."""
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        return PowScalar.apply(input, exponent)
+    if not isinstance(input, Tensor):
+        return RPow.apply(input, exponent)
+    return Pow.apply(input, exponent)
 
 
-def maximum(a: Tensor, b: Tensor) -> Tensor:
-    return Maximum.apply(a, b)
+def maximum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The elementwise larger of the two (the gradient is split in half on ties)."""
+    return Maximum.apply(input, other)
 
 
-def minimum(a: Tensor, b: Tensor) -> Tensor:
-    return Minimum.apply(a, b)
+def minimum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The elementwise smaller of the two (the gradient is split in half on ties)."""
+    return Minimum.apply(input, other)
 
 
-def neg(a: Tensor) -> Tensor:
-    return Neg.apply(a)
+def neg(input: Tensor) -> Tensor:  # noqa: A002
+    return Neg.apply(input)
 
 
-def exp(a: Tensor) -> Tensor:
-    return Exp.apply(a)
+def exp(input: Tensor) -> Tensor:  # noqa: A002
+    return Exp.apply(input)
 
 
-def log(a: Tensor) -> Tensor:
-    return Log.apply(a)
+def log(input: Tensor) -> Tensor:  # noqa: A002
+    return Log.apply(input)
 
 
-def sqrt(a: Tensor) -> Tensor:
-    return Sqrt.apply(a)
+def sqrt(input: Tensor) -> Tensor:  # noqa: A002
+    return Sqrt.apply(input)
 
 
-def sin(a: Tensor) -> Tensor:
-    return Sin.apply(a)
+def sin(input: Tensor) -> Tensor:  # noqa: A002
+    return Sin.apply(input)
 
 
-def cos(a: Tensor) -> Tensor:
-    return Cos.apply(a)
+def cos(input: Tensor) -> Tensor:  # noqa: A002
+    return Cos.apply(input)
 
 
-def tanh(a: Tensor) -> Tensor:
-    return Tanh.apply(a)
+def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    return Tanh.apply(input)
 
 
-def sigmoid(a: Tensor) -> Tensor:
-    return Sigmoid.apply(a)
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    return Sigmoid.apply(input)
 
 
-def relu(a: Tensor) -> Tensor:
-    return Relu.apply(a)
+def relu(input: Tensor) -> Tensor:  # noqa: A002
+    return Relu.apply(input)
 
 
-def abs(a: Tensor) -> Tensor:  # noqa: A001
-    return Abs.apply(a)
+def abs(input: Tensor) -> Tensor:  # noqa: A001, A002
+    return Abs.apply(input)
 
 
-def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """`input` limited to `[min, max]` (either bound may be None, a number or a tensor)."""
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = a if min is None else maximum(a, as_tensor(min, a))
-        return out if max is None else minimum(out, as_tensor(max, a))
+        result = input if min is None else maximum(input, as_tensor(min, input))
+        return result if max is None else minimum(result, as_tensor(max, input))
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return Clamp.apply(a, min, max)
+    return Clamp.apply(input, min, max)
 
 
-def clone(a: Tensor) -> Tensor:
-    return Clone.apply(a)
+def clone(input: Tensor) -> Tensor:  # noqa: A002
+    return Clone.apply(input)
 
 
 def to_copy(a: Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
     return ToCopy.apply(a, dtype, device)
 
 
-def where(condition: Tensor, a: Any, b: Any) -> Tensor:
-    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else condition
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:  # noqa: A002
+    """`input` where `condition` is True, else `other` (numbers allowed), broadcasting."""
+    if isinstance(input, Tensor):
+        like = input
+    elif isinstance(other, Tensor):
+        like = other
+    else:  # two numbers: a 0-d tensor of the default dtype on condition's device
         like = Tensor._make(torch.empty((), device=condition.device))
-    return Where.apply(condition, as_tensor(a, like), as_tensor(b, like))
+    return Where.apply(condition, as_tensor(input, like), as_tensor(other, like))
 
 
-def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
+    """`input` with `value` where `mask` (a bool tensor) is True."""
     if mask.dtype != torch.bool:
         raise RuntimeError(
             f"masked_fill only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     if isinstance(value, Tensor):
-        return MaskedFillTensor.apply(a, mask, value)
-    return MaskedFill.apply(a, mask, value)
+        return MaskedFillTensor.apply(input, mask, value)
+    return MaskedFill.apply(input, mask, value)
 
 
 def fill(a: Tensor, value: Any) -> Tensor:

@@ -249,12 +249,14 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         inplace(a, lambda current, v: IndexPut.apply(current, v, raw), value)
 
 
-def index_select(a: Tensor, dim: int, index: Tensor) -> Tensor:
-    return IndexSelect.apply(a, normalize_dim(dim, a.dim()), index._data)
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """The slices of `input` along `dim` at the positions in `index` (a 1-D int tensor)."""
+    return IndexSelect.apply(input, normalize_dim(dim, input.dim()), index._data)
 
 
-def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
-    return Gather.apply(a, normalize_dim(dim, a.dim()), index._data)
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """`out[i][j] = input[index[i][j]][j]` for dim 0 (and likewise for other dims)."""
+    return Gather.apply(input, normalize_dim(dim, input.dim()), index._data)
 
 
 def scatter_add(values: Tensor, dim: int, index: Tensor, shape: torch.Size) -> Tensor:

@@ -8,6 +8,7 @@ import torch
 
 from minitorch.autograd.function import Function
 from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.out import call_with_out
 from minitorch.tensor import Tensor
 
 
@@ -101,17 +102,33 @@ class Mv(MatMul):
     saved_names = ("self", "vec")  # PyTorch's names: `_saved_vec`
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The matrix product `input @ other`: 1-D operands are vectors, more than 2 dims are
+    batches of matrices (broadcast). With `out=`, the result is written into `out`."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(
-            f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}"
-            if isinstance(a, Tensor)
-            else f"matmul(): argument 'input' must be Tensor, not {type(a).__name__}"
+            f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}"
+            if isinstance(input, Tensor)
+            else f"matmul(): argument 'input' must be Tensor, not {type(input).__name__}"
         )
-    if a.dim() == 0 or b.dim() == 0:
+    if out is not None:
+        return call_with_out("matmul", torch.matmul, out, input, other)
+    if input.dim() == 0 or other.dim() == 0:
         raise RuntimeError(
-            f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and "
-            f"{b.dim()}D"
+            f"both arguments to matmul need to be at least 1D, but they are {input.dim()}D and "
+            f"{other.dim()}D"
         )
-    kind = {(1, 1): Dot, (2, 2): Mm, (2, 1): Mv}.get((a.dim(), b.dim()), MatMul)
-    return kind.apply(a, b)
+    kind = {(1, 1): Dot, (2, 2): Mm, (2, 1): Mv}.get((input.dim(), other.dim()), MatMul)
+    return kind.apply(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The product of two matrices (2-D only; `matmul` also takes vectors and batches). With
+    `out=`, the result is written into `out`."""
+    if out is not None:
+        return call_with_out("mm", torch.mm, out, input, mat2)
+    if input.dim() != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.dim() != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    return matmul(input, mat2)

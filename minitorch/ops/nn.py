@@ -11,6 +11,7 @@ import torch.nn.functional as torch_f
 
 from minitorch.autograd.function import Function
 from minitorch.ops.broadcasting import sum_to_shape
+from minitorch.ops.elementwise import Add, Div, Mul
 from minitorch.ops.fused import plain_backward, storages, wrap_storages
 from minitorch.ops.indexing import IndexAdd, ScatterAdd
 from minitorch.tensor import Tensor
@@ -81,89 +82,193 @@ class LinearNoBias(Linear):
     node_name = "MmBackward0"
 
 
-# Classification losses --------------------------------------------------------------------------
-def class_rows(input: Tensor) -> Tensor:
-    """(N, C, d1, ..., dk) -> (N * d1 * ... * dk, C); (C,) -> (1, C): one row per prediction.
-    Works on minitorch tensors and on storage alike."""
-    if input.dim() == 1:
-        return input.reshape(1, -1)
-    if input.dim() > 2:
-        input = input.permute(0, *range(2, input.dim()), 1)
-    return input.reshape(-1, input.shape[-1])
+# Losses -----------------------------------------------------------------------------------------
+# A loss that PyTorch records as one node is one Function here, named like PyTorch's node; the
+# losses PyTorch composes from other ops (cross_entropy, l1_loss) are composed the same way in
+# nn/functional.py. Forward is torch's own loss on storage, so its checks and messages are
+# PyTorch's. Targets of class indices and class weights arrive as storage: they are constants
+# of the loss (no gradient, no edge), as they are for torch's node.
+def _per_element(grad, reduction: str, numel: int):
+    """The upstream gradient of each element of a loss reduced by `reduction`: `grad` itself
+    for "none" and "sum" (it broadcasts), grad / numel for "mean"."""
+    return grad / numel if reduction == "mean" else grad
 
 
-def rows_to_input_layout(rows: Tensor, shape: torch.Size) -> Tensor:
-    """Undo `class_rows` on a (rows, C) tensor: back to `shape`."""
-    if len(shape) <= 2:
-        return rows.reshape(shape)
-    moved = rows.reshape(shape[0], *shape[2:], shape[1])
-    return moved.permute(0, len(shape) - 1, *range(1, len(shape) - 1))
+def _difference_grads(needs: tuple, reduction: str, grad, slope) -> tuple:
+    """Gradients of a loss of d = input - target, element by element, given slope = dloss/dd:
+    slope times the upstream gradient for the input, the negative of that for the target."""
+    grad_input = slope * _per_element(grad, reduction, slope.numel())
+    return (grad_input if needs[0] else None), (-grad_input if needs[1] else None)
 
 
-class TargetDistribution:
-    """Class-index targets as a distribution over classes, one row per prediction:
-    q[i] = hot[i] * onehot(index[i]) + spread * keep[i], with hot[i] = (1 - smoothing) * w[t_i]
-    and spread = smoothing / C * w (w: the class weights, 1 without them); keep[i] is 0 for
-    ignored entries, whose row is all zero. `scale` holds the row sums of q and `divisor` the
-    divisor of the mean (the total weight w[t_i] of the entries that are not ignored). All
-    storage, kept sparse: q itself is only built by `dense()`."""
-
-    def __init__(
-        self,
-        target: torch.Tensor,
-        weight: torch.Tensor | None,
-        ignore_index: int,
-        smoothing: float,
-        classes: int,
-        dtype: torch.dtype,
-    ) -> None:
-        flat = target.reshape(-1, 1)
-        keep = flat != ignore_index
-        self.index = flat * keep  # ignored entries point at class 0 with weight 0
-        self.keep = keep.to(dtype)
-        row_weight = self.keep if weight is None else weight[self.index] * self.keep
-        self.divisor = row_weight.sum()
-        self.hot = row_weight * (1 - smoothing) if smoothing else row_weight
-        self.spread = None
-        self.scale = self.hot
-        if smoothing:
-            self.spread = torch.full(
-                (1, classes), smoothing / classes, dtype=dtype, device=target.device
-            )
-            if weight is not None:
-                self.spread = self.spread * weight
-            self.scale = self.hot + self.spread.sum() * self.keep
-        self.shape = (flat.shape[0], classes)
-
-    def dense(self) -> torch.Tensor:
-        q = torch.zeros(self.shape, dtype=self.hot.dtype, device=self.hot.device)
-        q.scatter_(1, self.index, self.hot)
-        return q if self.spread is None else q + self.spread * self.keep
-
-    def subtract_from(self, rows: torch.Tensor) -> torch.Tensor:
-        """rows - q, in place on `rows` (storage)."""
-        rows.scatter_add_(1, self.index, -self.hot)
-        if self.spread is not None:
-            rows -= self.spread * self.keep
-        return rows
+def _difference_backward(ctx, grad, slope) -> tuple:
+    """The backward of MseLoss, SmoothL1Loss and HuberLoss: `slope(input, target, parameter)`
+    on storage in a plain backward, on minitorch tensors under create_graph=True."""
+    x, y = ctx.saved_tensors
+    needs, reduction, parameter = ctx.needs_input_grad, ctx.reduction, ctx.parameter
+    if plain_backward():
+        grad, x, y = storages(grad, x, y)
+        return wrap_storages(*_difference_grads(needs, reduction, grad, slope(x, y, parameter)))
+    return _difference_grads(needs, reduction, grad, slope(x, y, parameter))
 
 
-class ClassNll(Function):
-    """Negative log-likelihood of class-index targets, in one node: `nll_loss` on
-    log-probabilities, or (subclass `CrossEntropy`) `cross_entropy` on logits, with class
-    weights, ignore_index, label smoothing and reduction. `target` and `weight` arrive as
-    storage: they are constants of the loss (no gradient, no edge).
+def _mse_slope(x, y, _):
+    return (x - y) * 2
 
-    Forward is torch's fused loss on storage (so its checks and messages are PyTorch's own).
-    Backward writes the targets as a distribution q over classes (`TargetDistribution`); row
-    i's loss is -sum_j q_ij logp_ij, so its gradient is -q for log-probabilities and
-    softmax(logits) * sum_j q_ij - q for logits."""
+
+def _smooth_l1_slope(x, y, beta):
+    # d / beta inside [-beta, beta], sign(d) outside: clamp(d, -beta, beta) / beta
+    return (x - y).clamp(-beta, beta) / beta
+
+
+def _huber_slope(x, y, delta):
+    # d inside [-delta, delta], delta * sign(d) outside
+    return (x - y).clamp(-delta, delta)
+
+
+class MseLoss(Function):
+    """(input - target)^2 per element, reduced: one node, as in PyTorch. Input and target have
+    one shape (`functional.mse_loss` expands them first, as PyTorch does). Backward:
+    2 (input - target) times the upstream gradient (/ numel for "mean"), negated for target."""
+
+    node_name = "MseLossBackward0"
+    saved_names = ("self", "target")
+
+    @staticmethod
+    def forward(ctx, x, y, reduction):
+        ctx.save_for_backward(x, y)
+        ctx.reduction, ctx.parameter = reduction, None
+        return _new(torch_f.mse_loss(x._data, y._data, reduction=reduction))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (*_difference_backward(ctx, grad, _mse_slope), None)
+
+    @staticmethod
+    def on_storage(needs, x, y, reduction):  # NOTE [Storage kernels]
+        out = torch_f.mse_loss(x, y, reduction=reduction)
+
+        def backward(grad):
+            return (*_difference_grads(needs, reduction, grad, _mse_slope(x, y, None)), None)
+
+        return out, backward
+
+
+class SmoothL1Loss(Function):
+    """For d = input - target: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; reduced.
+    beta > 0 (`functional.smooth_l1_loss` sends beta = 0 to l1_loss, as PyTorch does)."""
+
+    node_name = "SmoothL1LossBackward0"
+    saved_names = ("self", "target")
+
+    @staticmethod
+    def forward(ctx, x, y, reduction, beta):
+        ctx.save_for_backward(x, y)
+        ctx.reduction, ctx.parameter = reduction, beta
+        return _new(torch_f.smooth_l1_loss(x._data, y._data, reduction=reduction, beta=beta))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (*_difference_backward(ctx, grad, _smooth_l1_slope), None, None)
+
+    @staticmethod
+    def on_storage(needs, x, y, reduction, beta):  # NOTE [Storage kernels]
+        out = torch_f.smooth_l1_loss(x, y, reduction=reduction, beta=beta)
+
+        def backward(grad):
+            slope = _smooth_l1_slope(x, y, beta)
+            return (*_difference_grads(needs, reduction, grad, slope), None, None)
+
+        return out, backward
+
+
+class HuberLoss(Function):
+    """For d = input - target: 0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta);
+    reduced. It is delta times the smooth L1 loss with beta = delta."""
+
+    node_name = "HuberLossBackward0"
+    saved_names = ("self", "target")
+
+    @staticmethod
+    def forward(ctx, x, y, reduction, delta):
+        ctx.save_for_backward(x, y)
+        ctx.reduction, ctx.parameter = reduction, delta
+        return _new(torch_f.huber_loss(x._data, y._data, reduction=reduction, delta=delta))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (*_difference_backward(ctx, grad, _huber_slope), None, None)
+
+    @staticmethod
+    def on_storage(needs, x, y, reduction, delta):  # NOTE [Storage kernels]
+        out = torch_f.huber_loss(x, y, reduction=reduction, delta=delta)
+
+        def backward(grad):
+            slope = _huber_slope(x, y, delta)
+            return (*_difference_grads(needs, reduction, grad, slope), None, None)
+
+        return out, backward
+
+
+class BinaryCrossEntropy(Function):
+    """-w (y log x + (1 - y) log(1 - x)) per element, for probabilities x and targets y in
+    [0, 1] (torch clamps each log at -100), reduced. Backward, PyTorch's formulas:
+    w (x - y) / max(x (1 - x), 1e-12) for x and w (log(1 - x) - log x) for y, times the
+    upstream gradient (/ numel for "mean"). The weight w is a constant (storage)."""
+
+    node_name = "BinaryCrossEntropyBackward0"
+    saved_names = ("self", "target")
+
+    @staticmethod
+    def forward(ctx, x, y, weight, reduction):
+        ctx.save_for_backward(x, y)
+        ctx.weight, ctx.reduction = weight, reduction
+        return _new(torch_f.binary_cross_entropy(x._data, y._data, weight, reduction=reduction))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        needs, weight, reduction = ctx.needs_input_grad, ctx.weight, ctx.reduction
+        if plain_backward():
+            grad, x, y = storages(grad, x, y)
+            return (*wrap_storages(*_bce_grads(needs, reduction, grad, x, y, weight)), None, None)
+        weight = None if weight is None else _new(weight)
+        return (*_bce_grads(needs, reduction, grad, x, y, weight), None, None)
+
+    @staticmethod
+    def on_storage(needs, x, y, weight, reduction):  # NOTE [Storage kernels]
+        out = torch_f.binary_cross_entropy(x, y, weight, reduction=reduction)
+        return out, lambda grad: (*_bce_grads(needs, reduction, grad, x, y, weight), None, None)
+
+
+def _bce_grads(needs: tuple, reduction: str, grad, x, y, weight) -> tuple:
+    grad = _per_element(grad, reduction, x.numel())
+    if weight is not None:
+        grad = grad * weight
+    grad_x = grad_y = None
+    if needs[0]:
+        grad_x = grad * (x - y) / ((1 - x) * x).clamp(min=1e-12)
+    if needs[1]:
+        grad_y = grad * ((1 - x).log() - x.log())
+    return grad_x, grad_y
+
+
+class NllLoss(Function):
+    """Negative log-likelihood of class-index targets: -w[t] * input[t] for each prediction,
+    where input holds log-probabilities, shaped (C,), (N, C), or (N, C, H, W) for the subclass
+    NllLoss2d (PyTorch's node for 4-D inputs; `functional.nll_loss` views other ranks as 4-D, as
+    PyTorch does). w holds the class weights (1 without them); a target equal to ignore_index
+    counts for nothing, and "mean" divides by the total weight w[t] of the others.
+
+    Backward: the input's gradient is -w[t] at each target class and 0 elsewhere, times the
+    upstream gradient (/ the total weight for "mean")."""
 
     node_name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, input, target, weight, ignore_index, reduction, smoothing):
-        _remember_targets(ctx, input, target, weight, ignore_index, reduction, smoothing, False)
+    def forward(ctx, input, target, weight, ignore_index, reduction):
+        ctx.target, ctx.weight, ctx.ignore_index = target, weight, ignore_index
+        ctx.reduction, ctx.shape = reduction, input.shape
         out = torch_f.nll_loss(
             input._data, target, weight, ignore_index=ignore_index, reduction=reduction
         )
@@ -171,58 +276,69 @@ class ClassNll(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        classes = ctx.shape[1] if len(ctx.shape) > 1 else ctx.shape[0]
-        targets = TargetDistribution(
-            ctx.target, ctx.weight, ctx.ignore_index, ctx.smoothing, classes, grad.dtype
+        weights, total = _target_weights(
+            ctx.target, ctx.weight, ctx.ignore_index, ctx.shape, grad.dtype
         )
-        (logits,) = ctx.saved_tensors if ctx.takes_logits else (None,)
-        if ctx.reduction == "none":
-            coef = grad.reshape(-1, 1)
-        elif ctx.reduction == "mean":
-            coef = grad / _new(targets.divisor)
-        else:
-            coef = grad
         if plain_backward():
-            # The formula below on storage, without materialising q.
-            if logits is None:
-                rows = targets.subtract_from(grad._data.new_zeros(targets.shape))
-            else:
-                rows = targets.subtract_from(class_rows(logits._data).softmax(1) * targets.scale)
-            grad_input = _new(rows_to_input_layout(rows * coef._data, ctx.shape))
+            grad_input = _new(_nll_grad(ctx.reduction, grad._data, weights, total))
         else:
-            q = _new(targets.dense())
-            if logits is None:
-                rows = -q
-            else:
-                rows = class_rows(logits).softmax(1) * _new(targets.scale) - q
-            grad_input = rows_to_input_layout(rows * coef, ctx.shape)
-        return grad_input, None, None, None, None, None
-
-
-class CrossEntropy(ClassNll):
-    node_name = "CrossEntropyLossBackward0"
+            grad_input = _nll_grad(ctx.reduction, grad, _new(weights), _new(total))
+        return grad_input, None, None, None, None
 
     @staticmethod
-    def forward(ctx, input, target, weight, ignore_index, reduction, smoothing):
-        _remember_targets(ctx, input, target, weight, ignore_index, reduction, smoothing, True)
-        ctx.save_for_backward(input)
-        out = torch_f.cross_entropy(
-            input._data,
-            target,
-            weight,
-            ignore_index=ignore_index,
-            reduction=reduction,
-            label_smoothing=smoothing,
+    def on_storage(needs, input, target, weight, ignore_index, reduction):  # NOTE [Storage kernels]
+        out = torch_f.nll_loss(
+            input, target, weight, ignore_index=ignore_index, reduction=reduction
         )
-        return _new(out)
+
+        def backward(grad):
+            weights, total = _target_weights(target, weight, ignore_index, input.shape, grad.dtype)
+            return _nll_grad(reduction, grad, weights, total), None, None, None, None
+
+        return out, backward
 
 
-def _remember_targets(
-    ctx, input, target, weight, ignore_index, reduction, smoothing, takes_logits
-) -> None:
-    ctx.target, ctx.weight, ctx.ignore_index = target, weight, ignore_index
-    ctx.reduction, ctx.smoothing, ctx.shape = reduction, smoothing, input.shape
-    ctx.takes_logits = takes_logits
+class NllLoss2d(NllLoss):
+    node_name = "NllLoss2DBackward0"
+
+
+def _target_weights(target, weight, ignore_index, shape, dtype) -> tuple:
+    """Storage of the input's `shape` holding w[t] at each prediction's target class t (0 where
+    t is ignore_index) and 0 elsewhere; and its sum, the divisor of "mean"."""
+    class_dim = 0 if len(shape) == 1 else 1
+    index = target.unsqueeze(class_dim)
+    keep = index != ignore_index
+    index = index * keep  # an ignored prediction points at class 0, with weight 0
+    picked = keep.to(dtype) if weight is None else weight[index] * keep
+    weights = torch.zeros(shape, dtype=dtype, device=target.device)
+    return weights.scatter_(class_dim, index, picked), picked.sum()
+
+
+def _nll_grad(reduction: str, grad, weights, total_weight):
+    """-weights times the upstream gradient of each prediction (storage or minitorch)."""
+    if reduction == "none":  # one gradient per prediction: broadcast it along the classes
+        grad = grad.unsqueeze(0 if weights.dim() == 1 else 1)
+    elif reduction == "mean":
+        grad = grad / total_weight
+    return weights * -grad
+
+
+# Scalar arithmetic as PyTorch's C++ losses record it: inside cross_entropy, `(1 - s) * loss` is
+# mul(Tensor, Scalar), a node with one edge (MulBackward1); in Python, `x * 0.9` wraps the number
+# as a tensor (MulBackward0, with a (None, 0) edge for it).
+class MulNumber(Mul):
+    node_name = "MulBackward1"
+    wraps_numbers = False
+
+
+class AddNumber(Add):
+    node_name = "AddBackward1"
+    wraps_numbers = False
+
+
+class DivNumber(Div):
+    node_name = "DivBackward1"
+    wraps_numbers = False
 
 
 class BinaryCrossEntropyWithLogits(Function):
@@ -268,6 +384,73 @@ class BinaryCrossEntropyWithLogits(Function):
                 local = local + (pos_weight - 1) * softplus
             grad_y = sum_to_shape(grad * local, y.shape)
         return grad_x, grad_y, None, None, None
+
+
+# Layer normalisation ----------------------------------------------------------------------------
+class NativeLayerNorm(Function):
+    """(x - mean) / sqrt(var + eps) over the last dims (the biased variance), times weight plus
+    bias: one node, as PyTorch records it. Forward is torch.native_layer_norm on storage, which
+    also gives each row's mean and rstd = 1 / sqrt(var + eps). Backward, with
+    x_hat = (x - mean) * rstd and g = grad * weight (means over the normalised dims, sums over
+    the others):
+        dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)),  dweight = sum(grad * x_hat),
+        dbias = sum(grad).
+    A plain backward uses forward's mean and rstd; under create_graph=True they are computed
+    again from x with minitorch ops, so that the second derivative sees how they depend on x."""
+
+    node_name = "NativeLayerNormBackward0"
+    saved_names = ("input", "weight")
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, normalized_shape, eps):
+        w, b = storages(weight, bias)
+        out, mean, rstd = torch.native_layer_norm(x._data, normalized_shape, w, b, eps)
+        ctx.save_for_backward(x, weight)
+        ctx.mean, ctx.rstd, ctx.eps = mean, rstd, eps
+        ctx.dims = tuple(range(x.dim() - len(normalized_shape), x.dim()))
+        return _new(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        needs, dims = ctx.needs_input_grad, ctx.dims
+        if plain_backward():
+            grad, x, weight = storages(grad, x, weight)
+            grads = _layer_norm_grads(needs, dims, grad, x, weight, ctx.mean, ctx.rstd)
+            return (*wrap_storages(*grads), None, None)
+        mean = x.mean(dims, keepdim=True)
+        centered = x - mean
+        rstd = 1 / ((centered * centered).mean(dims, keepdim=True) + ctx.eps).sqrt()
+        return (*_layer_norm_grads(needs, dims, grad, x, weight, mean, rstd), None, None)
+
+    @staticmethod
+    def on_storage(needs, x, weight, bias, normalized_shape, eps):  # NOTE [Storage kernels]
+        out, mean, rstd = torch.native_layer_norm(x, normalized_shape, weight, bias, eps)
+        dims = tuple(range(x.dim() - len(normalized_shape), x.dim()))
+
+        def backward(grad):
+            return (*_layer_norm_grads(needs, dims, grad, x, weight, mean, rstd), None, None)
+
+        return out, backward
+
+
+def _layer_norm_grads(needs: tuple, dims: tuple, grad, x, weight, mean, rstd) -> tuple:
+    x_hat = (x - mean) * rstd
+    batch_dims = tuple(range(dims[0]))  # the dims weight and bias are shared across
+
+    def sum_over_batch(t):
+        return t.sum(batch_dims) if batch_dims else t
+
+    grad_x = grad_weight = grad_bias = None
+    if needs[0]:
+        g = grad if weight is None else grad * weight
+        g_mean = g.mean(dims, keepdim=True)
+        grad_x = rstd * (g - g_mean - x_hat * (g * x_hat).mean(dims, keepdim=True))
+    if needs[1]:
+        grad_weight = sum_over_batch(grad * x_hat)
+    if needs[2]:
+        grad_bias = sum_over_batch(grad)
+    return grad_x, grad_weight, grad_bias
 
 
 # Embedding --------------------------------------------------------------------------------------

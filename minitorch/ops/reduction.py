@@ -305,95 +305,111 @@ class ArgReduce(Function):
 
 
 # Public functions --------------------------------------------------------------------------------
-def sum(a: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
-    if dtype is None and not (a.dtype.is_floating_point or a.dtype.is_complex):
+# Parameter names are PyTorch's (`torch.sum(input=x, dim=0)` works).
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001, A002
+    """The sum over `dim` (an int, a tuple of ints, or None for all elements)."""
+    if dtype is None and not (input.dtype.is_floating_point or input.dtype.is_complex):
         dtype = torch.int64  # PyTorch sums integers and bools as int64
-    dims = normalize_dims(dim, a.dim())
+    dims = normalize_dims(dim, input.dim())
     if dim is None:
-        return SumAll.apply(a, dims, False, dtype)
-    return Sum.apply(a, dims, keepdim, dtype)
+        return SumAll.apply(input, dims, False, dtype)
+    return Sum.apply(input, dims, keepdim, dtype)
 
 
-def mean(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    if not a.dtype.is_floating_point:
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002
+    """The mean over `dim` (None: all elements). `dtype` casts the input first."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {str(a.dtype).removeprefix('torch.').capitalize()}"
+            f"or complex dtype. Got: {str(input.dtype).removeprefix('torch.').capitalize()}"
         )
-    dims = normalize_dims(dim, a.dim())
+    dims = normalize_dims(dim, input.dim())
     if dim is None:
-        return MeanAll.apply(a, dims, False)
-    return Mean.apply(a, dims, keepdim)
+        return MeanAll.apply(input, dims, False)
+    return Mean.apply(input, dims, keepdim)
 
 
-def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """`max(a)`: the largest value; `max(a, dim)`: (values, indices); `max(a, b)`: maximum."""
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+    """`max(input)`: the largest value; `max(input, dim)`: (values, indices); `max(input,
+    other)` with a tensor `other`: the elementwise maximum."""
     if isinstance(dim, Tensor):
         from minitorch.ops.elementwise import maximum
 
-        return maximum(a, dim)
+        return maximum(input, dim)
     if dim is None:
-        return MaxAll.apply(a, tuple(range(a.dim())), False)
-    return MaxResult(*MaxDim.apply(a, normalize_dim(dim, a.dim()), keepdim))
+        return MaxAll.apply(input, tuple(range(input.dim())), False)
+    return MaxResult(*MaxDim.apply(input, normalize_dim(dim, input.dim()), keepdim))
 
 
-def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001, A002
+    """`min(input)`, `min(input, dim)` or `min(input, other)`, as `max`."""
     if isinstance(dim, Tensor):
         from minitorch.ops.elementwise import minimum
 
-        return minimum(a, dim)
+        return minimum(input, dim)
     if dim is None:
-        return MinAll.apply(a, tuple(range(a.dim())), False)
-    return MinResult(*MinDim.apply(a, normalize_dim(dim, a.dim()), keepdim))
+        return MinAll.apply(input, tuple(range(input.dim())), False)
+    return MinResult(*MinDim.apply(input, normalize_dim(dim, input.dim()), keepdim))
 
 
-def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return Amax.apply(a, normalize_dims(dim, a.dim()), keepdim)
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:  # noqa: A002
+    return Amax.apply(input, normalize_dims(dim, input.dim()), keepdim)
 
 
-def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return Amin.apply(a, normalize_dims(dim, a.dim()), keepdim)
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:  # noqa: A002
+    return Amin.apply(input, normalize_dims(dim, input.dim()), keepdim)
 
 
-def argmax(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    return ArgReduce.apply("argmax", a, dim, keepdim)
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return ArgReduce.apply("argmax", input, dim, keepdim)
 
 
-def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    return ArgReduce.apply("argmin", a, dim, keepdim)
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return ArgReduce.apply("argmin", input, dim, keepdim)
 
 
-def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
+def norm(input: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """The vector p-norm over `dim` (None: all elements); "fro" is the 2-norm."""
     if p == "fro":
         p = 2
     p = math.inf if p in ("inf", float("inf")) else p
-    return Norm.apply(a, p, normalize_dims(dim, a.dim()), keepdim)
+    return Norm.apply(input, p, normalize_dims(dim, input.dim()), keepdim)
 
 
-def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:  # fmt: skip
+def var(input: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:  # noqa: A002 # fmt: skip
+    """The variance over `dim`, divided by N - correction (`unbiased=False`: correction 0)."""
     if correction is None:
         correction = 1 if unbiased else 0
-    return Var.apply(a, normalize_dims(dim, a.dim()), correction, keepdim)
+    return Var.apply(input, normalize_dims(dim, input.dim()), correction, keepdim)
 
 
-def std(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:  # fmt: skip
+def std(input: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:  # noqa: A002 # fmt: skip
+    """The standard deviation over `dim`, as `var`."""
     if correction is None:
         correction = 1 if unbiased else 0
-    return Std.apply(a, normalize_dims(dim, a.dim()), correction, keepdim)
+    return Std.apply(input, normalize_dims(dim, input.dim()), correction, keepdim)
 
 
-def softmax(a: Tensor, dim: int) -> Tensor:
-    return Softmax.apply(a, normalize_dim(dim, a.dim()))
+def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:  # noqa: A002
+    """exp(input) normalized to sum to 1 along `dim`. `dtype` casts the input first."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return Softmax.apply(input, normalize_dim(dim, input.dim()))
 
 
-def log_softmax(a: Tensor, dim: int) -> Tensor:
-    return LogSoftmax.apply(a, normalize_dim(dim, a.dim()))
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002
+    """log(softmax(input, dim)), computed stably. `dtype` casts the input first."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return LogSoftmax.apply(input, normalize_dim(dim, input.dim()))
 
 
-def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
-    return LogSumExp.apply(a, normalize_dims(dim, a.dim()), keepdim)
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return LogSumExp.apply(input, normalize_dims(dim, input.dim()), keepdim)
 
 
 from minitorch.ops.elementwise import where  # noqa: E402

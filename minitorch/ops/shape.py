@@ -11,6 +11,7 @@ import torch
 from minitorch.autograd.function import Function
 from minitorch.ops.broadcasting import sum_to_shape
 from minitorch.ops.dims import normalize_dim
+from minitorch.ops.out import call_with_out
 from minitorch.tensor import Tensor
 
 
@@ -238,114 +239,124 @@ class Unbind(Function):
 
 
 # Public functions --------------------------------------------------------------------------------
-def view(a: Tensor, shape: Sequence[int]) -> Tensor:
-    return View.apply(a, tuple(shape))
+def view(input: Tensor, shape: Sequence[int]) -> Tensor:  # noqa: A002
+    return View.apply(input, tuple(shape))
 
 
-def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
-    return Reshape.apply(a, tuple(shape))
+def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:  # noqa: A002
+    return Reshape.apply(input, tuple(shape))
 
 
-def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if a.dim() == 0:
-        return reshape(a, (1,))
-    start, end = normalize_dim(start_dim, a.dim()), normalize_dim(end_dim, a.dim())
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # noqa: A002
+    if input.dim() == 0:
+        return reshape(input, (1,))
+    start, end = normalize_dim(start_dim, input.dim()), normalize_dim(end_dim, input.dim())
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:
-        return a  # nothing to merge: PyTorch returns the input itself
-    shape = a.shape
+        return input  # nothing to merge: PyTorch returns the input itself
+    shape = input.shape
     middle = 1
     for size in shape[start : end + 1]:
         middle *= size
-    return reshape(a, (*shape[:start], middle, *shape[end + 1 :]))
+    return reshape(input, (*shape[:start], middle, *shape[end + 1 :]))
 
 
-def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:  # noqa: A002
     if dim is None:
-        return Squeeze.apply(a, None)
+        return Squeeze.apply(input, None)
     # PyTorch names the node after the overload: squeeze(), squeeze(int), squeeze(tuple).
     kind = SqueezeDim if isinstance(dim, int) else SqueezeDims
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return kind.apply(a, tuple(normalize_dim(d, a.dim()) for d in dims))
+    return kind.apply(input, tuple(normalize_dim(d, input.dim()) for d in dims))
 
 
-def unsqueeze(a: Tensor, dim: int) -> Tensor:
-    return Unsqueeze.apply(a, normalize_dim(dim, a.dim() + 1))
+def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
+    return Unsqueeze.apply(input, normalize_dim(dim, input.dim() + 1))
 
 
-def permute(a: Tensor, dims: Sequence[int]) -> Tensor:
-    dims = tuple(normalize_dim(d, a.dim()) for d in dims)
-    if sorted(dims) != list(range(a.dim())):
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:  # noqa: A002
+    dims = tuple(normalize_dim(d, input.dim()) for d in dims)
+    if sorted(dims) != list(range(input.dim())):
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-            f"length of the desired ordering of dimensions i.e. input.dim() = {a.dim()} is not "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {input.dim()} is not "
             f"equal to len(dims) = {len(dims)}"
-            if len(dims) != a.dim()
+            if len(dims) != input.dim()
             else f"permute(): repeated dim in dims {list(dims)}"
         )
-    return Permute.apply(a, dims)
+    return Permute.apply(input, dims)
 
 
-def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
-    return Transpose.apply(a, normalize_dim(dim0, a.dim()), normalize_dim(dim1, a.dim()))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
+    return Transpose.apply(
+        input, normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())
+    )
 
 
-def t(a: Tensor) -> Tensor:
-    if a.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.dim()}D")
-    if a.dim() < 2:
-        return T.apply(a, 0, 0)
-    return T.apply(a, 0, 1)
+def t(input: Tensor) -> Tensor:  # noqa: A002
+    if input.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
+    if input.dim() < 2:
+        return T.apply(input, 0, 0)
+    return T.apply(input, 0, 1)
 
 
-def expand(a: Tensor, sizes: Sequence[int]) -> Tensor:
-    return Expand.apply(a, tuple(sizes))
+def expand(input: Tensor, sizes: Sequence[int]) -> Tensor:  # noqa: A002
+    return Expand.apply(input, tuple(sizes))
 
 
-def repeat(a: Tensor, repeats: Sequence[int]) -> Tensor:
+def repeat(input: Tensor, repeats: Sequence[int]) -> Tensor:  # noqa: A002
     repeats = tuple(repeats)
-    if len(repeats) < a.dim():
+    if len(repeats) < input.dim():
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions "
-            f"of tensor (repeat dims {list(repeats)}, tensor shape {list(a.shape)})"
+            f"of tensor (repeat dims {list(repeats)}, tensor shape {list(input.shape)})"
         )
-    return Repeat.apply(a, repeats)
+    return Repeat.apply(input, repeats)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """The tensors joined along an existing dim. With `out=`, written into `out`."""
+    if out is not None:
+        return call_with_out("cat", torch.cat, out, tuple(tensors), dim)
     tensors = tuple(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     return Cat.apply(normalize_dim(dim, tensors[0].dim()), *tensors)
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """The tensors (all of one shape) joined along a new dim. With `out=`, written into `out`."""
+    if out is not None:
+        return call_with_out("stack", torch.stack, out, tuple(tensors), dim)
     tensors = tuple(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     return Stack.apply(normalize_dim(dim, tensors[0].dim() + 1), *tensors)
 
 
-def split(a: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    dim = normalize_dim(dim, a.dim())
-    if isinstance(split_size, int):
-        return Split.apply(a, split_size, dim)
-    sizes = [int(s) for s in split_size]
-    if sum(sizes) != a.shape[dim]:
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of `tensor` along `dim`: pieces of `split_size_or_sections` elements each (an int;
+    the last piece may be smaller), or of the listed sizes."""
+    dim = normalize_dim(dim, tensor.dim())
+    if isinstance(split_size_or_sections, int):
+        return Split.apply(tensor, split_size_or_sections, dim)
+    sizes = [int(s) for s in split_size_or_sections]
+    if sum(sizes) != tensor.shape[dim]:
         raise RuntimeError(
-            f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
+            f"split_with_sizes expects split_sizes to sum exactly to {tensor.shape[dim]} (input "
             f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
         )
-    return SplitWithSizes.apply(a, sizes, dim)
+    return SplitWithSizes.apply(tensor, sizes, dim)
 
 
-def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    size = a.shape[normalize_dim(dim, a.dim())]
-    return split(a, max(-(-size // chunks), 1), dim)
+    size = input.shape[normalize_dim(dim, input.dim())]
+    return split(input, max(-(-size // chunks), 1), dim)
 
 
-def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    return Unbind.apply(a, normalize_dim(dim, a.dim()))
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    return Unbind.apply(input, normalize_dim(dim, input.dim()))
