@@ -25,8 +25,10 @@ NOTE [Notebook sources]
     The graders' reference solutions are those same answer cells and locked code cells:
     solutions/reference_cells.py executes them, so no solution is written twice.
 
-Building keeps the outputs of cells marked `# NBVAL_CHECK_OUTPUT` only (the ones nbval compares),
-so the committed notebook stays small and its diffs readable.
+A cell whose output nbval compares starts with the line `# NBVAL_CHECK_OUTPUT` in the source.
+Building moves that mark into the cell's metadata (the tag `nbval-check-output`, which nbval
+reads as it reads the comment), so students never see it, and keeps the outputs of those cells
+only, so the committed notebook stays small and its diffs readable.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ import nbformat
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO_ROOT / "course" / "notebooks"
-CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
+CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"  # the mark in a source
+CHECK_OUTPUT_TAG = "nbval-check-output"  # the mark in a built notebook
 KERNEL_METADATA = {
     "kernelspec": {
         "display_name": "Python 3 (ipykernel)",
@@ -88,6 +91,9 @@ def read_source(assignment: str) -> nbformat.NotebookNode:
         cell["id"] = f"cell-{number:02d}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if cell.source.startswith(CHECK_OUTPUT):
+                cell.source = cell.source[len(CHECK_OUTPUT) :].lstrip("\n")
+                cell.metadata["tags"] = [CHECK_OUTPUT_TAG]
     nb.metadata = copy.deepcopy(KERNEL_METADATA)
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb
@@ -130,12 +136,17 @@ def execute(nb: nbformat.NotebookNode, folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def is_checked(cell: nbformat.NotebookNode) -> bool:
+    """Does nbval compare this cell's outputs (a built notebook's cell)?"""
+    return CHECK_OUTPUT_TAG in cell.metadata.get("tags", [])
+
+
 def keep_checked_outputs(nb: nbformat.NotebookNode) -> None:
     """Drop outputs and execution counts except in the cells nbval compares (nbval needs both:
     it refuses a stored output whose cell has no execution count), and put back the notebook
     metadata the kernel changed."""
     for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.source.startswith(CHECK_OUTPUT):
+        if cell.cell_type == "code" and not is_checked(cell):
             cell.execution_count = None
             cell.outputs = []
     nb.metadata = copy.deepcopy(KERNEL_METADATA)

@@ -1,7 +1,8 @@
 """pytest setup for the course notebooks: `python3 -m pytest` runs course/source with nbval.
 
 Collecting course/source (it is in `testpaths`) turns on nbval in lax mode (only cells marked
-`# NBVAL_CHECK_OUTPUT` have their outputs compared), in the current Python environment, with
+`# NBVAL_CHECK_OUTPUT` in their source, tagged `nbval-check-output` when built, have their
+outputs compared), in the current Python environment, with
 course/nbval_sanitize.cfg removing memory addresses and graph node ids. Options given on the
 command line win. The notebooks' kernels get the repository root on PYTHONPATH, so the hidden
 test cells can import the graders from solutions/.

@@ -77,6 +77,7 @@ c.Autograde.autograde_preprocessors = [
 # Feedback never shows hidden tests: their source is removed. Hidden tests are one-line calls
 # into solutions/, whose failures raise a clean AssertionError; HideGraderFrames drops the
 # grader's own frame (its path and raising line) from those tracebacks.
+c.GenerateFeedback.exporter_class = "solutions.instructor.feedback.FeedbackHTMLExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",

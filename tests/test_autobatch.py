@@ -461,12 +461,12 @@ def test_kept_schedules_show_which_ops_ran_together():
 
 def test_shared_ops_run_once_and_are_reused():
     minitorch.manual_seed(0)
-    cell = minitorch.nn.LSTMCell(2, 3)
+    cell = minitorch.nn.RNNCell(2, 3)
     xs = [minitorch.randn(1, 2) for _ in range(5)]
     with autobatch.batch() as recorder:
         for x in xs:
-            cell(x)  # each call computes weight_ih.t() and bias_ih + bias_hh
-    assert recorder.stats.shared_ops == 2 and recorder.stats.shared_reused == 8
+            cell(x)  # each call computes weight_ih.t(), bias_ih + bias_hh and weight_hh.t()
+    assert recorder.stats.shared_ops == 3 and recorder.stats.shared_reused == 12
 
 
 # -------------------------------------------------------------------------------------------------

@@ -475,3 +475,30 @@ def test_report_before_grading_and_export_into_a_new_folder(tmp_path: Path) -> N
     destination = tmp_path / "out" / "grades.csv"
     code, output = run_cli_all("--course", course, "export", "--to", destination)
     assert code == 0 and destination.read_text().startswith("assignment,duedate,"), output
+
+
+def test_the_feedback_page_is_the_one_nbconvert_writes_without_its_slow_pass() -> None:
+    """FeedbackHTMLExporter skips HTMLExporter's BeautifulSoup pass and adds the alt text itself:
+    the page must parse to the same document as HTMLExporter's, on a notebook with figures (and
+    a markdown image without alt text, and one with)."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from nbformat.v4 import new_output
+
+    from solutions.instructor.feedback import NO_ALT_TEXT, FeedbackHTMLExporter
+
+    notebook = nbformat.read(COURSE_SOURCE / "memory" / "memory.ipynb", as_version=4)
+    notebook.cells.insert(0, new_markdown_cell('<img src="a.png"> and <img src="b.png" alt="b">'))
+    png = (  # one white pixel
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
+        "AAAABJRU5ErkJggg=="
+    )
+    figures = [new_output("display_data", {"image/png": png, "text/plain": "<Figure>"})] * 2
+    notebook.cells.insert(1, new_code_cell("plt.show()", outputs=figures))
+    ours, _ = FeedbackHTMLExporter(template_name="classic").from_notebook_node(notebook)
+    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+    ours_doc, theirs_doc = BeautifulSoup(ours, "html.parser"), BeautifulSoup(theirs, "html.parser")
+    images = ours_doc.find_all("img")
+    assert len(images) > 3 and all(image.get("alt") for image in images)
+    assert sum(image["alt"] == NO_ALT_TEXT for image in images) == len(images) - 1
+    assert ours_doc == theirs_doc

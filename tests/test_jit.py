@@ -397,26 +397,25 @@ def test_explain_reports_traces_breaks_guards_ops_and_why_each_retrace_happened(
 
 
 def test_repeated_ops_run_once_and_the_numbers_stay_exactly_eager():
-    """An unrolled LSTM cell adds its two biases and transposes its weight at every step: the
-    replay runs those once. Only h is returned, so the last c gets no gradient (zeros)."""
+    """An unrolled RNN cell adds its two biases and transposes its two weights at every step:
+    the replay runs those once."""
     minitorch.manual_seed(0)
-    cell = minitorch.nn.LSTMCell(3, 4).double()
+    cell = minitorch.nn.RNNCell(3, 4).double()
 
-    def fn(xs, h, c):
+    def fn(xs, h):
         for t in range(xs.shape[0]):
-            h, c = cell(xs[t], (h, c))
+            h = cell(xs[t], h)
         return h
 
     traced = minitorch.jit.trace(fn)
     params = list(cell.parameters())
     for seed in range(3):
-        args = (tensor(6, 2, 3, seed=seed), tensor(2, 4, seed=seed + 1, requires_grad=True),
-                tensor(2, 4, seed=seed + 2))  # fmt: skip
+        args = (tensor(6, 2, 3, seed=seed), tensor(2, 4, seed=seed + 1, requires_grad=True))
         replayed = outputs_and_grads(traced, args, params)
         eager = outputs_and_grads(fn, args, params)
         assert all(torch.equal(r, e) for r, e in zip(replayed, eager, strict=True))
-    assert traced.traces[0].runner.shared_ops == 10  # 5 transposes and 5 bias sums
-    assert "36 op(s), 10 of them repeats run once" in str(traced.explain())
+    assert traced.traces[0].runner.shared_ops == 15  # 5 of each: two transposes, a bias sum
+    assert "54 op(s), 15 of them repeats run once" in str(traced.explain())
 
 
 def test_an_op_repeated_under_no_grad_is_not_shared_with_the_one_that_needs_gradients():

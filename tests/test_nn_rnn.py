@@ -14,7 +14,7 @@ from oracle import assert_close, check_gradcheck, check_op, check_second_order, 
 
 import minitorch
 import minitorch.nn.utils.rnn as mrnn
-from minitorch.ops.rnn import gru_step, lstm_step
+from minitorch.ops.rnn import gru_step, lstm_cell, lstm_step
 
 F64 = torch.float64
 INPUT, HIDDEN = 3, 4
@@ -365,6 +365,30 @@ def test_fused_step_gradcheck(kind, batch, previous_batch):
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 def test_fused_step_second_derivatives_match_torch(kind):
     check_second_order(*_step_values(kind, 2, 3, 2))
+
+
+def _lstm_cell(lib, x, h, c, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One nn.LSTMCell call: minitorch's fused node, torch's own lstm_cell."""
+    if lib is minitorch:
+        return lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    return torch._VF.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
+
+
+def _cell_values(bias: bool, batch: int = 3, inputs: int = 2, hidden: int = 2, seed: int = 0):
+    shapes = [(batch, inputs), (batch, hidden), (batch, hidden), (4 * hidden, inputs),
+              (4 * hidden, hidden)] + [(4 * hidden,)] * (2 if bias else 0)  # fmt: skip
+    return [_values(shape, seed + k) for k, shape in enumerate(shapes)]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_lstm_cell_matches_torch(bias):
+    check_op(_lstm_cell, _cell_values(bias, hidden=HIDDEN), node_name="LSTMCellStepBackward")
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_lstm_cell_gradcheck_and_second_derivatives(bias):
+    check_gradcheck(_lstm_cell, _cell_values(bias, batch=1, inputs=1, hidden=1))
+    check_second_order(_lstm_cell, _cell_values(bias, batch=2))
 
 
 def test_lstm_second_derivative_through_a_whole_layer():

@@ -21,7 +21,7 @@ import jupytext
 import pytest
 from course_notebooks import ASSIGNMENTS, REPO_ROOT, course_notebook, role
 
-from course.build import CHECK_OUTPUT, is_up_to_date, read_source, source_path
+from course.build import CHECK_OUTPUT, is_checked, is_up_to_date, read_source, source_path
 from solutions.reference_cells import reference_cells
 
 # Answers that later exercises of the same notebook are meant to build on.
@@ -137,8 +137,9 @@ def test_graded_cells_use_no_other_exercises_answer(assignment: str) -> None:
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_checked_outputs_are_stored_and_deterministic(assignment: str) -> None:
     cells = course_notebook(assignment).nb.cells
-    checked = [c for c in cells if c.cell_type == "code" and c.source.startswith(CHECK_OUTPUT)]
+    checked = [c for c in cells if c.cell_type == "code" and is_checked(c)]
     assert len(checked) >= 6
+    assert not any(CHECK_OUTPUT in c.source for c in cells), "students must not see nbval's mark"
     for cell in checked:
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert text, "a checked cell has no stored output: rebuild the notebook"

@@ -11,7 +11,7 @@ import minitorch
 import minitorch.jit
 from minitorch.autograd.function import Function, storage_kernel
 from minitorch.nn import functional as F
-from minitorch.ops.rnn import gru_step, lstm_step
+from minitorch.ops.rnn import gru_step, lstm_cell, lstm_step
 
 DTYPE = torch.float64
 
@@ -76,6 +76,9 @@ CASES = [
     ("stack", lambda x, y: minitorch.stack([x, y], 1), [(3, 2), (3, 2)]),
     ("lstm step", lstm_step, [(3, 8), (3, 2), (3, 2), (8, 2)]),
     ("lstm step shrinking", lstm_step, [(2, 8), (3, 2), (3, 2), (8, 2)]),
+    ("lstm cell", lstm_cell, [(3, 5), (3, 2), (3, 2), (8, 5), (8, 2), (8,), (8,)]),
+    ("lstm cell no bias", lambda x, h, c, w_ih, w_hh: lstm_cell(x, h, c, w_ih, w_hh, None, None),
+     [(3, 5), (3, 2), (3, 2), (8, 5), (8, 2)]),
     ("gru step", gru_step, [(2, 6), (3, 2), (6, 2), (6,)]),
     ("gru step no bias", lambda g, h, w: gru_step(g, h, w, None), [(3, 6), (3, 2), (6, 2)]),
     ("mse loss", lambda x, y: F.mse_loss(x, y), [(3, 4), (3, 4)]),

@@ -6,6 +6,7 @@ NOTE [Autobatch] below is the contract that the other files of minitorch.autobat
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -98,8 +99,8 @@ class LazyOp:
     __slots__ = ("function", "args", "inputs", "producers", "kind", "signature", "depth",
                  "matmul_like", "mode", "ctx", "outputs", "batch", "row")  # fmt: skip
 
-    def __init__(self, function: type, args: tuple, inputs: tuple[int, ...],
-                 producers: tuple[LazyOp, ...], kind: OpKind, depth: int,
+    def __init__(self, function: type, args: Sequence, inputs: Sequence[int],
+                 producers: Sequence[LazyOp], kind: OpKind, depth: int,
                  mode: tuple[bool, bool], ctx: BackwardNode | None) -> None:  # fmt: skip
         self.function = function
         self.args = args

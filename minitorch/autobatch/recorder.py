@@ -37,6 +37,7 @@ from minitorch.autograd import function as _function
 from minitorch.autograd import grad_mode
 from minitorch.autograd import record as _record
 from minitorch.autograd.record import Recorder
+from minitorch.nn.parameter import Parameter
 from minitorch.tensor import Tensor
 
 # Factories that read only the shape, dtype and device of a tensor argument, never its values.
@@ -167,11 +168,16 @@ class BatchRecorder(Recorder):
         # The signature (signature.py): per tensor argument (shape, dtype) if per-sample,
         # (id, version) if shared; RAW storages (shape, dtype, RAW); constants by const_key.
         signature: list = [function, mode]
+        add = signature.append
         lazy_args = inputs = producers = None
         depth = 0
         per_sample = requires_grad = False
         for position, a in enumerate(args):
-            if isinstance(a, Tensor):
+            if type(a) is Parameter:  # the commonest shared argument: no placeholder is one
+                add((id(a), a._version_counter.value))
+                if a._requires_grad:
+                    requires_grad = True
+            elif isinstance(a, Tensor):
                 data = a._data
                 entry = pending.get(id(data))
                 if entry is not None:
@@ -180,11 +186,12 @@ class BatchRecorder(Recorder):
                             lazy_args, inputs, producers = list(args), [], []
                         lazy_args[position] = entry
                         inputs.append(position)
-                        producers.append(entry.op)
-                        signature.append(entry.key)
+                        producer = entry.op
+                        producers.append(producer)
+                        add(entry.key)
                         per_sample = True
-                        if entry.op.depth >= depth:
-                            depth = entry.op.depth + 1
+                        if producer.depth >= depth:
+                            depth = producer.depth + 1
                         if a._requires_grad:
                             requires_grad = True
                         continue
@@ -195,9 +202,9 @@ class BatchRecorder(Recorder):
                     or (a.grad_fn is None and a._requires_grad)
                     or (id(a) in self._shared)
                 ):
-                    signature.append((id(a), a._version_counter.value))
+                    add((id(a), a._version_counter.value))
                 else:
-                    signature.append((data.shape, data.dtype))
+                    add((data.shape, data.dtype))
                     per_sample = True
                 if a._requires_grad:
                     requires_grad = True
@@ -205,12 +212,12 @@ class BatchRecorder(Recorder):
                 entry = pending.get(id(a))
                 if entry is not None and entry.data_ref() is a:
                     return self._run_now(function, args, "the storage of a pending tensor")
-                signature.append((a.shape, a.dtype, RAW))
+                add((a.shape, a.dtype, RAW))
                 per_sample = True
             else:
                 if (type(a) is tuple or type(a) is list) and self._holds_pending(a):
                     return self._run_now(function, args, "a pending tensor inside a list")
-                signature.append(const_key(a))
+                add(const_key(a))
         key = tuple(signature)
         if not per_sample:
             return self._shared_op(function, args, key)
@@ -225,11 +232,11 @@ class BatchRecorder(Recorder):
         if inputs is None:
             op = LazyOp(function, args, (), (), kind, 0, mode, ctx)
         else:
-            op = LazyOp(function, tuple(lazy_args), tuple(inputs), tuple(producers), kind,
-                        depth, mode, ctx)  # fmt: skip
+            op = LazyOp(function, lazy_args, inputs, producers, kind, depth, mode, ctx)
         self._ops.append(op)
         self.stats.ops_recorded += 1
         make = Tensor._make
+        entries = op.outputs
         outputs = []
         for nr, meta in enumerate(kind.outputs):
             data = meta.template.detach()
@@ -238,7 +245,7 @@ class BatchRecorder(Recorder):
             else:
                 placeholder = make(data)
             entry = Pending(op, nr, meta.key, placeholder)
-            op.outputs.append(entry)
+            entries.append(entry)
             pending[id(data)] = entry
             if not kind.returns_tuple:
                 return placeholder

@@ -14,7 +14,7 @@ batch them, or None; it runs once per signature.
 
 Families: elementwise ops (broadcasting does the work), reductions and softmax (dims + 1), shape
 ops, cat/stack, matmul with a shared right operand or per-sample matrices, `nn.Linear`, the
-fused LSTM and GRU steps (samples' rows concatenated), and embedding lookups.
+fused LSTM and GRU steps and the LSTM cell (samples' rows concatenated), and embedding lookups.
 """
 
 from __future__ import annotations
@@ -232,9 +232,9 @@ class Linear(Rule):
 
 
 class RowsStep(Rule):
-    """The fused LSTM and GRU steps take (rows, features) matrices: the samples' rows are
-    concatenated into one (size * rows, features) matrix, and the outputs split back.
-    `state` lists the positions of the gate input and the state(s), `weights` the rest."""
+    """The fused LSTM and GRU steps and the LSTM cell take (rows, features) matrices: the
+    samples' rows are concatenated into one (size * rows, features) matrix, and the outputs
+    split back. `state` lists the positions of the inputs and states, `weights` the rest."""
 
     matmul_like = True
 
@@ -314,6 +314,7 @@ RULES.update(dict.fromkeys((linalg.MatMul, linalg.Mm, linalg.Mv, linalg.Dot), Ma
 RULES[nn_ops.Linear] = RULES[nn_ops.LinearNoBias] = Linear()
 RULES[rnn.LSTMStep] = RowsStep(state=(0, 1, 2), weights=(3,))
 RULES[rnn.GRUStep] = RowsStep(state=(0, 1), weights=(2, 3))
+RULES[rnn.LSTMCellStep] = RowsStep(state=(0, 1, 2), weights=(3, 4, 5, 6))
 RULES[nn_ops.Embedding] = Embedding()
 
 

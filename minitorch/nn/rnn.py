@@ -31,7 +31,7 @@ from minitorch.autograd.grad_mode import no_grad
 from minitorch.nn.module import Module
 from minitorch.nn.parameter import Parameter
 from minitorch.nn.utils.rnn import PackedSequence
-from minitorch.ops.rnn import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
+from minitorch.ops.rnn import gru_step, lstm_cell, lstm_step, rnn_relu_step, rnn_tanh_step
 from minitorch.tensor import Tensor
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "GRU": 3, "LSTM": 4}
@@ -429,21 +429,26 @@ class RNNCellBase(Module):
         return s
 
     def _prepare(self, input: Tensor, states: tuple) -> tuple:  # noqa: A002
-        """Check the arguments; return (batched input, batched states, was the input batched)."""
-        name = self._get_name()
-        if input.dim() not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        """Check the arguments; return (batched input, batched states, was the input batched).
+        A cell runs once per time step or tree node: checks that pass must cost little, so
+        each message is built only when its check fails."""
+        rank = input.dim()
+        if rank != 2 and rank != 1:
+            raise ValueError(
+                f"{self._get_name()}: Expected input to be 1D or 2D, got {rank}D instead"
+            )
         for s in states:
-            if s is not None and s.dim() not in (1, 2):
-                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {s.dim()}D instead")
-        batched = input.dim() == 2
+            if s is not None and s.dim() != 2 and s.dim() != 1:
+                raise ValueError(
+                    f"{self._get_name()}: Expected hidden to be 1D or 2D, got {s.dim()}D instead"
+                )
+        batched = rank == 2
         if not batched:
             input = input.unsqueeze(0)
-        batch = input.shape[0]
-        if input.shape[1] != self.input_size:
+        batch, features = input.shape
+        if features != self.input_size:
             raise RuntimeError(
-                f"input has inconsistent input_size: got {input.shape[1]} expected "
-                f"{self.input_size}"
+                f"input has inconsistent input_size: got {features} expected {self.input_size}"
             )
         prepared = []
         for k, s in enumerate(states):
@@ -451,13 +456,14 @@ class RNNCellBase(Module):
                 s = input.new_zeros(batch, self.hidden_size)
             elif not batched:
                 s = s.unsqueeze(0)
-            if s.shape[0] != batch:
+            shape = s.shape
+            if shape[0] != batch:
                 raise RuntimeError(
-                    f"Input batch size {batch} doesn't match hidden{k} batch size {s.shape[0]}"
+                    f"Input batch size {batch} doesn't match hidden{k} batch size {shape[0]}"
                 )
-            if s.shape[-1] != self.hidden_size:
+            if shape[-1] != self.hidden_size:
                 raise RuntimeError(
-                    f"hidden{k} has inconsistent hidden_size: got {s.shape[-1]}, expected "
+                    f"hidden{k} has inconsistent hidden_size: got {shape[-1]}, expected "
                     f"{self.hidden_size}"
                 )
             prepared.append(s)
@@ -533,5 +539,5 @@ class LSTMCell(RNNCellBase):
     def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:  # noqa: A002
         states = (None, None) if hx is None else tuple(hx)
         input, (h, c), batched = self._prepare(input, states)
-        h, c = lstm_step(self._input_gates(input), h, c, self.weight_hh)
+        h, c = lstm_cell(input, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

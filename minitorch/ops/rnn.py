@@ -6,7 +6,9 @@ previous state, of which only the first `gates_x.shape[0]` rows are used: a pack
 from one step to the next as short sequences end. Gate orders are PyTorch's.
 
 The RNN steps are written with ordinary minitorch ops. The LSTM and GRU steps are each a single
-fused Function (`LSTMStep`, `GRUStep`), explained below for the LSTM.
+fused Function (`LSTMStep`, `GRUStep`), explained below for the LSTM. `nn.LSTMCell`, called once
+per step by the user's own loop (or once per tree node), has nothing to hoist out of a loop: its
+node, `LSTMCellStep`, computes the input's share of the gates inside, so a cell call is one node.
 
 ## The fused LSTM step
 
@@ -40,7 +42,7 @@ import torch
 
 import minitorch
 from minitorch.autograd.function import Function
-from minitorch.ops.fused import plain_backward, wrap_storages
+from minitorch.ops.fused import plain_backward, storages, wrap_storages
 from minitorch.tensor import Tensor
 
 
@@ -155,6 +157,78 @@ class LSTMStep(Function):
 def lstm_step(gates_x: Tensor, h_prev: Tensor, c_prev: Tensor, w_hh: Tensor) -> tuple:
     """One LSTM step (see the module docstring); returns `(h, c)` of `gates_x.shape[0]` rows."""
     return LSTMStep.apply(gates_x, h_prev, c_prev, w_hh)
+
+
+class LSTMCellStep(Function):
+    """One `nn.LSTMCell` call as one node: `(h, c) = LSTMCellStep.apply(x, h_prev, c_prev,
+    w_ih, w_hh, b_ih, b_hh)` (the biases may be None). It is `LSTMStep` with the input's share
+    of the gates, `x @ W_ih^T + b_ih + b_hh`, computed inside: a cell is called once per time
+    step (or per tree node), so there is no loop to hoist that product out of, and one node
+    instead of five (two transposes, a product, two sums) is what makes per-sample cells cheap,
+    eagerly and for `autobatch`, which records one lazy op per cell."""
+
+    @staticmethod
+    def forward(ctx, x, h_prev, c_prev, w_ih, w_hh, b_ih, b_hh):
+        gates_x = _input_share(x._data, w_ih._data, *storages(b_ih, b_hh))
+        gates, c_new, tanh_c = _gates_and_cell(gates_x, h_prev._data, c_prev._data, w_hh._data)
+        if any(ctx.needs_input_grad):
+            activations = Tensor._make(torch.cat(gates, 1))
+            ctx.save_for_backward(
+                x, h_prev, c_prev, w_ih, w_hh, b_ih, b_hh, activations, Tensor._make(tanh_c)
+            )
+        return Tensor._make(gates[3] * tanh_c), Tensor._make(c_new)
+
+    @staticmethod
+    def backward(ctx, grad_h, grad_c):
+        x, h, c, w_ih, w_hh, b_ih, b_hh, activations, tanh_c = ctx.saved_tensors
+        if not plain_backward():  # create_graph=True: recompute with recorded ops
+            lib = minitorch
+            gates, _, tanh_c = _gates_and_cell(_input_share(x, w_ih, b_ih, b_hh), h, c, w_hh)
+        else:
+            lib = torch
+            x, h, c, w_ih, w_hh = storages(x, h, c, w_ih, w_hh)
+            gates = activations._data.chunk(4, 1)
+            tanh_c, grad_h, grad_c = tanh_c._data, grad_h._data, grad_c._data
+        grads = _cell_gradients(lib, grad_h, grad_c, gates, tanh_c, x, h, c, w_ih, w_hh)
+        if lib is torch:
+            grads = wrap_storages(*grads)
+        return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+    @staticmethod
+    def on_storage(needs, x, h, c, w_ih, w_hh, b_ih, b_hh):  # NOTE [Storage kernels]
+        gates, c_new, tanh_c = _gates_and_cell(_input_share(x, w_ih, b_ih, b_hh), h, c, w_hh)
+
+        def backward(grad_h, grad_c):
+            grads = _cell_gradients(torch, grad_h, grad_c, gates, tanh_c, x, h, c, w_ih, w_hh)
+            return tuple(g if need else None for g, need in zip(grads, needs))
+
+        return (gates[3] * tanh_c, c_new), backward
+
+
+def _input_share(x: Any, w_ih: Any, b_ih: Any, b_hh: Any) -> Any:
+    """x @ W_ih^T + b_ih + b_hh (torch or minitorch tensors; a bias may be None)."""
+    gates = x @ w_ih.t()
+    for bias in (b_ih, b_hh):
+        if bias is not None:
+            gates = gates + bias
+    return gates
+
+
+def _cell_gradients(lib: Any, grad_h: Any, grad_c: Any, gates: tuple, tanh_c: Any, x: Any,
+                    h: Any, c: Any, w_ih: Any, w_hh: Any) -> tuple:  # fmt: skip
+    """Gradients of one cell w.r.t. (x, h_prev, c_prev, w_ih, w_hh, b_ih, b_hh)."""
+    grad_gates, grad_h_prev, grad_c_prev, grad_w_hh = _step_gradients(
+        lib, grad_h, grad_c, gates, tanh_c, h, c, w_hh
+    )
+    grad_bias = grad_gates.sum(0)
+    return (grad_gates @ w_ih, grad_h_prev, grad_c_prev, grad_gates.t() @ x, grad_w_hh,
+            grad_bias, grad_bias)  # fmt: skip
+
+
+def lstm_cell(x: Tensor, h_prev: Tensor, c_prev: Tensor, w_ih: Tensor, w_hh: Tensor,
+              b_ih: Tensor | None, b_hh: Tensor | None) -> tuple:  # fmt: skip
+    """One `nn.LSTMCell` step on (B, input) and (B, H) states; returns `(h, c)`."""
+    return LSTMCellStep.apply(x, h_prev, c_prev, w_ih, w_hh, b_ih, b_hh)
 
 
 def _first_rows(state: Tensor, rows: int) -> Tensor:
