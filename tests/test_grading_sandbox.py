@@ -35,6 +35,7 @@ from solutions.instructor.verdicts import (
     HIDDEN_OF,
     digest,
     judge_cell,
+    merged_streams,
     prepare,
     read_observations,
     verdict_outputs,
@@ -48,6 +49,28 @@ def _test_cell(source: str) -> nbformat.NotebookNode:
     cell = new_code_cell(source)
     cell.metadata["nbgrader"] = {"grade": True, "grade_id": "t", "points": 2, "locked": True}
     return cell
+
+
+def test_printed_text_is_one_output_however_the_kernel_cut_it() -> None:
+    """A busy kernel sends one print in several chunks; feedback must not depend on where."""
+    from nbformat.v4 import new_output
+
+    chunks = [
+        new_output("stream", name="stdout", text="torch: f = 31.2"),
+        new_output("stream", name="stdout", text="79415\n"),
+        new_output("stream", name="stderr", text="a warning\n"),
+        new_output("stream", name="stdout", text="after\n"),
+        new_output("display_data", {"text/plain": "<Figure>"}),
+        new_output("stream", name="stdout", text="last\n"),
+    ]
+    merged = merged_streams(chunks)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in merged] == [
+        ("stream", "stdout", "torch: f = 31.279415\n"),
+        ("stream", "stderr", "a warning\n"),
+        ("stream", "stdout", "after\n"),
+        ("display_data", None, None),
+        ("stream", "stdout", "last\n"),
+    ]
 
 
 def test_prepare_moves_each_hidden_block_into_a_cell_of_its_own() -> None:

@@ -152,6 +152,25 @@ def verdict_outputs(verdicts: list[Verdict], points: float) -> list[NotebookNode
     return outputs
 
 
+def merged_streams(outputs: list[NotebookNode]) -> list[NotebookNode]:
+    """`outputs` with each run of consecutive stream outputs of one stream joined into one.
+    The kernel sends what a cell prints in chunks, cut wherever its periodic flush falls (so
+    differently on a busy machine); joined, the same run gives the same feedback."""
+    merged: list[NotebookNode] = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] = previous.get("text", "") + output.get("text", "")
+        else:
+            merged.append(output)
+    return merged
+
+
 def _as_text(outputs: list) -> list[NotebookNode]:
     """A test cell's own outputs as plain text: a failing visible test is shown, not scored."""
     kept = []
@@ -222,7 +241,7 @@ class SandboxedAutograde(NbGraderPreprocessor):
                 continue
             count += 1
             cell.execution_count = count
-            cell.outputs = [nbformat.from_dict(o) for o in outputs.get(where, [])]
+            cell.outputs = merged_streams([nbformat.from_dict(o) for o in outputs.get(where, [])])
             if index not in probes:
                 continue
             probe_outputs = outputs.get(probes[index], [])
