@@ -398,6 +398,6 @@ def plot_timeline(samples: MemoryTracker | list[Sample], ax: Axes | None = None,
     ax.set_xlabel("allocation / release event")
     ax.set_ylabel("MiB allocated")
     ax.set_title(title)
-    if samples:
-        ax.legend(loc="upper left")
+    if samples:  # a step rises from the start and falls back: the bottom middle stays clear
+        ax.legend(loc="lower center")
     return ax

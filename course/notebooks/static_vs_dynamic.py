@@ -49,8 +49,9 @@ from minitorch import nn
 from minitorch.autograd.record import record_call, run
 from minitorch.autograd.watch import forward_with_ctx, watch_ops
 
-torch.manual_seed(0)
-minitorch.manual_seed(0)
+# One seed for both libraries: minitorch draws its random numbers from torch's generator
+# (the `;` keeps Jupyter from printing the generator it returns).
+minitorch.manual_seed(0);
 
 # %% [markdown]
 # ## 1. Define-then-run and define-by-run
