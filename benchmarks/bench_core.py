@@ -1,8 +1,9 @@
 """minitorch against PyTorch, measured side by side in one run.
 
-Prints, for each workload, the best-of-N wall time of minitorch and of PyTorch and their ratio
-(minitorch / PyTorch; 1.0 means as fast). The same program runs on both libraries: it only uses
-names the two share, and receives the library as an argument.
+Prints the machine line and a markdown table: for each workload, the best-of-N wall time of
+minitorch and of PyTorch and their ratio (minitorch / PyTorch; 1.0 means as fast), each ratio
+with its target and marked `!!` when past it (benchmarks/printing.py). The same program runs
+on both libraries: it only uses names the two share, and receives the library as an argument.
 
     python3 benchmarks/bench_core.py            # CPU
     python3 benchmarks/bench_core.py --device cuda
@@ -16,12 +17,12 @@ Workloads (the issue's targets in brackets):
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from printing import at_most, figure, machine_line, table, targets_line
 
 import minitorch
 
@@ -146,6 +147,9 @@ def time_chain(lib: Any, device: str, repeats: int, sync: Callable[[], None]) ->
     return best
 
 
+TARGETS = {"a)": at_most(3), "b)": at_most(1.15)}  # by workload letter (see the docstring)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -154,12 +158,7 @@ def main() -> None:
     device = args.device
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
-    gpu = f" ({torch.cuda.get_device_name()})" if device != "cpu" else ""
-    print(
-        f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads, "
-        f"torch {torch.__version__}, device {device}{gpu}"
-    )
-    print(f"{'workload':58s} {'minitorch':>11s} {'PyTorch':>11s} {'ratio':>7s}")
+    print(machine_line(device) + "\n")
     rows = []
     for numel in (100, 1_000, 10_000):
         rows.append(
@@ -183,8 +182,15 @@ def main() -> None:
             time_chain(torch, device, max(2, args.repeats // 2), sync),
         )
     )
-    for name, ours, theirs in rows:
-        print(f"{name:58s} {ours * 1e3:9.2f}ms {theirs * 1e3:9.2f}ms {ours / theirs:7.2f}")
+    results = table(
+        ["workload", "minitorch", "PyTorch", "minitorch / PyTorch"],
+        [
+            [name, f"{ours * 1e3:.2f} ms", f"{theirs * 1e3:.2f} ms",
+             figure(ours / theirs, target=TARGETS.get(name[:2]))]
+            for name, ours, theirs in rows
+        ],
+    )  # fmt: skip
+    print(results + "\n\n" + targets_line(results))
 
 
 if __name__ == "__main__":

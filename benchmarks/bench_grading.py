@@ -8,8 +8,9 @@ the reference answers, the blank release, and the reference with each kept wrong
 (cycled). The class is graded with `python -m solutions grade` (in a fresh process, sandboxed as in
 production), once per `--jobs` value, each time in a fresh copy of the released course. Printed:
 seconds per submission at each worker count, the speed-up from the first to the last, and the
-whole course's seconds per student at the last worker count. The issue's targets: at least 1.8x
-from 1 to 2 workers on 2 cores, and at most 20 s per student for the whole course at 2 workers.
+seconds per student of the chosen notebooks at the last worker count (benchmarks/printing.py's
+format). The targets, marked `!!` when missed: at least 1.8x from 1 to 2 workers on 2 cores, and
+at most 20 s per student for notebooks 1-4 at 2 workers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import platform
 import shutil
 import subprocess
@@ -32,8 +32,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "tests")]
 
 from course_support import build_release, reference_answers, with_answers  # noqa: E402
+from printing import at_least, at_most, figure, machine_line, table, targets_line  # noqa: E402
 
 from course.build import assignments  # noqa: E402
+
+# The course's first four notebooks: the issue's target is 20 s per student for them at 2 jobs.
+FIRST_FOUR = ("graph_construction", "backward", "dynamic_models", "memory")
 
 
 def generate_class(course: Path, assignment: str, students: int, inbox: Path) -> None:
@@ -78,23 +82,33 @@ def main_bench() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     chosen = args.assignments or assignments()
-    machine = platform.processor() or platform.machine()
-    print(f"{machine}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{args.students} students per assignment")  # fmt: skip
-    header = "assignment".ljust(26) + "".join(f"{f'{j} job(s) s/sub':>16}" for j in args.jobs)
-    print(header + f"{'speed-up':>10}")
-    per_student = 0.0
+    print(machine_line("cpu", f"Python {platform.python_version()}, {args.students} students "
+                       "per assignment") + "\n")  # fmt: skip
+    header = ["assignment", *(f"{j} job(s) s/submission" for j in args.jobs), "speed-up"]
+    speed_up = at_least(1.8) if args.jobs[0] == 1 and args.jobs[-1] == 2 else None
+    rows, per_student = [], {}
     with tempfile.TemporaryDirectory() as folder:
         for assignment in chosen:
             with contextlib.redirect_stderr(io.StringIO()):  # its "release written to" line
                 released = build_release(Path(folder) / assignment / "course", [assignment])
             seconds = [grade_seconds(released, assignment, args.students, j) for j in args.jobs]
             per_sub = [s / args.students for s in seconds]
-            per_student += per_sub[-1]
-            row = assignment.ljust(26) + "".join(f"{s:>16.2f}" for s in per_sub)
-            print(row + f"{seconds[0] / seconds[-1]:>9.2f}x", flush=True)
-    print(f"whole course ({len(chosen)} notebooks) per student at {args.jobs[-1]} job(s): "
-          f"{per_student:.1f} s")  # fmt: skip
+            per_student[assignment] = per_sub[-1]
+            speed = figure(seconds[0] / seconds[-1], "{:.2f}x", speed_up)
+            rows.append([assignment, *(f"{s:.2f}" for s in per_sub), speed])
+            print(f"graded {assignment}", file=sys.stderr, flush=True)
+    results = table(header, rows)
+    print(results)
+    last = f"at {args.jobs[-1]} job(s)"
+    lines = [
+        f"the {len(chosen)} chosen notebooks, per student {last}: {sum(per_student.values()):.1f} s"
+    ]
+    if set(FIRST_FOUR) <= set(per_student):  # the issue's course target predates notebooks 5-6
+        four = sum(per_student[a] for a in FIRST_FOUR)
+        target = at_most(20) if args.jobs[-1] == 2 else None
+        lines.append(f"notebooks 1-4, per student {last}: {figure(four, '{:.1f} s', target)}")
+    print("\n" + "\n".join(lines))
+    print(targets_line(results, *lines))
 
 
 if __name__ == "__main__":

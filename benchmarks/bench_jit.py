@@ -2,8 +2,9 @@
 
 Four ways to run the same workload: minitorch eager, minitorch replay (`minitorch.jit.trace`),
 PyTorch eager and `torch.jit.trace`. Measurements take turns (a busy machine slows all alike)
-and the fastest of N calls is kept. Prints a markdown table with the times and two ratios:
-replay / minitorch eager and replay / PyTorch eager (below 1.0: the replay is faster).
+and the fastest of N calls is kept. Prints the machine line and a markdown table with the
+times and two ratios: replay / minitorch eager and replay / PyTorch eager (below 1.0: the
+replay is faster), each with its target and marked `!!` when past it (benchmarks/printing.py).
 
     python3 benchmarks/bench_jit.py               # CPU, one torch thread for both libraries
     python3 benchmarks/bench_jit.py --threads 0   # torch's own number of threads
@@ -24,7 +25,6 @@ Workloads (the issue's targets for the replay in brackets; everywhere: replay <=
 from __future__ import annotations
 
 import argparse
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from bench_core import elementwise_loss
-from bench_train import cpu_model
+from printing import Target, at_most, figure, machine_line, table, targets_line
 
 import minitorch
 import minitorch.datasets
@@ -176,6 +176,15 @@ WORKLOADS = {
 }
 
 
+# The targets of each workload's two ratios (see the docstring): (replay / minitorch eager,
+# replay / PyTorch eager).
+TARGETS: dict[str, tuple[Target, Target | None]] = {
+    "a)": (at_most(0.33), at_most(1.0)),
+    "b)": (at_most(1.1), None),
+    "c)": (at_most(1.1), at_most(1.0)),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -189,28 +198,20 @@ def main() -> None:
     device = args.device
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
-    gpu = f", GPU {torch.cuda.get_device_name()}" if device.startswith("cuda") else ""
-    print(
-        f"machine: {cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch "
-        f"threads, torch {torch.__version__}, device {device}{gpu}\n"
-    )
-    print(
-        "| workload | minitorch eager | minitorch replay | PyTorch eager | torch.jit.trace "
-        "| replay / minitorch eager | replay / PyTorch eager |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(machine_line(device) + "\n")
+    rows = []
     for name, (make, calls) in WORKLOADS.items():
         best = interleaved_best(make(device), args.rounds, calls, sync)
-        times = " | ".join(f"{best[how] * 1e3:.2f} ms" for how in RUNS)
         replay = best["minitorch replay"]
-        print(
-            f"| {name} | {times} | {replay / best['minitorch eager']:.2f} "
-            f"| {replay / best['PyTorch eager']:.2f} |"
-        )
-    print(
-        "\nTargets: a) replay / minitorch eager <= 0.33 and replay / PyTorch eager <= 1.0; "
-        "c) replay / PyTorch eager <= 1.0; everywhere replay / minitorch eager <= 1.1."
-    )
+        own, pytorch = TARGETS[name[:2]]
+        rows.append([
+            name, *(f"{best[how] * 1e3:.2f} ms" for how in RUNS),
+            figure(replay / best["minitorch eager"], target=own),
+            figure(replay / best["PyTorch eager"], target=pytorch),
+        ])  # fmt: skip
+    header = ["workload", *RUNS, "replay / minitorch eager", "replay / PyTorch eager"]
+    results = table(header, rows)
+    print(results + "\n\n" + targets_line(results))
 
 
 if __name__ == "__main__":

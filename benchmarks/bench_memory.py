@@ -10,6 +10,9 @@
    less memory for at most 1.5x the time.
 2. Graph overhead per recorded op: a chain of ops on a 1-element tensor, memory per node.
 
+Prints the machine line and markdown tables (benchmarks/printing.py); the target's figures are
+marked `!!` when past it, PyTorch's included.
+
 How memory is measured, the same way for both libraries:
 - CUDA: `torch.cuda.memory_allocated()` / `max_memory_allocated()` (both libraries' storage
   comes from torch's caching allocator).
@@ -27,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -37,6 +39,7 @@ from typing import Any
 
 import torch
 import torch.utils.checkpoint
+from printing import at_least, at_most, figure, machine_line, table, targets_line
 
 import minitorch
 from minitorch import memory
@@ -44,6 +47,8 @@ from minitorch.utils.checkpoint import checkpoint_sequential
 
 MMAP_THRESHOLD = "65536"
 MIB = 2**20
+# The issue's target for checkpointing: at least 4x less memory held, at most 1.5x the time.
+HELD_LESS, TIME_MORE = at_least(4), at_most(1.5)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -134,7 +139,8 @@ def measure_memory(lib: Any, setup: tuple, segments: int, meter: Meter) -> dict:
     return dict(held=held, peak=peak, exact=exact, exact_peak=exact_peak)
 
 
-def report_mlp(args: argparse.Namespace, meter: Meter) -> None:
+def report_mlp(args: argparse.Namespace, meter: Meter) -> str:
+    """Print the MLP's tables; return the one with the targets."""
     segments = round(args.depth**0.5)
     activation = args.batch * args.width * 4
     print(
@@ -163,33 +169,39 @@ def report_mlp(args: argparse.Namespace, meter: Meter) -> None:
             if repeat:
                 seconds[key] = min(seconds[key], time.perf_counter() - start)
 
-    print(f"{'':30s} {'held after fwd':>15s} {'peak in step':>13s} {'step time':>10s}")
-    results = {}
+    results, rows = {}, []
     for key, (lib, setup, seg) in configs.items():
         r = results[key] = measure_memory(lib, setup, seg, meter)
         r["seconds"] = seconds[key]
-        print(
-            f"{' '.join(key):30s} {r['held'] / MIB:11.2f} MiB {r['peak'] / MIB:9.2f} MiB "
-            f"{r['seconds'] * 1e3:8.1f}ms"
-        )
-    print("ratios (memory plain / checkpointed, time checkpointed / plain):")
+        rows.append([
+            ", ".join(key), f"{r['held'] / MIB:.2f} MiB", f"{r['peak'] / MIB:.2f} MiB",
+            f"{r['seconds'] * 1e3:.1f} ms",
+        ])  # fmt: skip
+    steps = table([f"{args.depth}-layer MLP step", "held after forward", "peak in step",
+                   "step time"], rows)  # fmt: skip
+    rows = []
     for name in ("minitorch", "PyTorch"):
         plain, ckpt = results[name, "plain"], results[name, "checkpointed"]
-        print(
-            f"  {name:10s} held {plain['held'] / max(ckpt['held'], 1):5.2f}x less, "
-            f"peak {plain['peak'] / max(ckpt['peak'], 1):5.2f}x less, "
-            f"time {ckpt['seconds'] / plain['seconds']:4.2f}x   [target: >= 4x less, <= 1.5x]"
-        )
+        rows.append([
+            name,
+            figure(plain["held"] / max(ckpt["held"], 1), "{:.2f}x less", HELD_LESS),
+            figure(plain["peak"] / max(ckpt["peak"], 1), "{:.2f}x less"),
+            figure(ckpt["seconds"] / plain["seconds"], "{:.2f}x", TIME_MORE),
+        ])  # fmt: skip
+    ratios = table([f"checkpointed ({segments} segments) vs plain", "held after forward",
+                    "peak in step", "step time"], rows)  # fmt: skip
+    print(f"\n{steps}\n\n{ratios}\n")
     plain, ckpt = results["minitorch", "plain"], results["minitorch", "checkpointed"]
     print(
-        f"  minitorch exact (memory.saved_bytes, memory.track): held "
+        f"minitorch exact (memory.saved_bytes, memory.track): held "
         f"{plain['exact'] / MIB:.2f} -> {ckpt['exact'] / MIB:.2f} MiB "
         f"({plain['exact'] / ckpt['exact']:.2f}x), peak {plain['exact_peak'] / MIB:.2f} -> "
         f"{ckpt['exact_peak'] / MIB:.2f} MiB ({plain['exact_peak'] / ckpt['exact_peak']:.2f}x)"
     )
     for label in ("plain", "checkpointed"):
         ratio = results["minitorch", label]["seconds"] / results["PyTorch", label]["seconds"]
-        print(f"  time minitorch / PyTorch, {label}: {ratio:.2f}")
+        print(f"time minitorch / PyTorch, {label}: {ratio:.2f}")
+    return ratios
 
 
 # ----------------------------------------------------------------------------------------------
@@ -225,13 +237,14 @@ def per_node(lib: Any, n: int, op: str, device: str) -> tuple[float, float]:
 def report_overhead(args: argparse.Namespace) -> None:
     """Each measurement in a fresh process, so that no library reuses memory another freed."""
     n = args.chain
-    print(f"\n2) graph overhead per recorded op, {n:,}-op chain on a 1-element tensor, alive")
-    print(f"{'':36s} {'tracemalloc':>12s} {'resident':>11s}")
+    print(f"\n2) graph overhead per recorded op, {n:,}-op chain on a 1-element tensor, alive\n")
+    rows = []
     for op, text in (("add", "y + 1.0 (saves nothing)"), ("sin", "y.sin() (saves its input)")):
         for name in ("minitorch", "PyTorch"):
             command = [sys.executable, __file__, "--overhead-of", name, op, "--chain", str(n)]
             traced, resident = map(float, subprocess.check_output(command, text=True).split())
-            print(f"{name + ' ' + text:36s} {traced:7.0f} B/op {resident:7.0f} B/op")
+            rows.append([f"{name}, {text}", f"{traced:.0f} B/op", f"{resident:.0f} B/op"])
+    print(table(["recorded op", "tracemalloc", "resident"], rows))
 
 
 def main() -> None:
@@ -253,13 +266,11 @@ def main() -> None:
         # Re-run with a fixed mmap threshold so that freed tensors leave resident memory.
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=MMAP_THRESHOLD)
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch "
-        f"threads, torch {torch.__version__}, device {args.device}"
-    )
+    print(machine_line(args.device))
     meter = Meter(args.device)
-    report_mlp(args, meter)
+    ratios = report_mlp(args, meter)
     report_overhead(args)
+    print("\n" + targets_line(ratios))
 
 
 if __name__ == "__main__":

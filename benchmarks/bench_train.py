@@ -3,8 +3,9 @@
 One training step = zero_grad + forward + loss + backward + optimizer step. The same program
 runs on both libraries (it receives the library as an argument), with the same initial
 weights and the same batch. Measurements alternate between the two libraries (so a busy
-machine slows both alike) and the best of N is kept. Prints a markdown table with both times
-and the ratio minitorch / PyTorch (1.0 means as fast).
+machine slows both alike) and the best of N is kept. Prints the machine line and a markdown
+table with both times and the ratio minitorch / PyTorch (1.0 means as fast), marked `!!` when
+past its target (benchmarks/printing.py).
 
     python3 benchmarks/bench_train.py              # CPU
     python3 benchmarks/bench_train.py --device cuda
@@ -21,28 +22,23 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
-import platform
 import pstats
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from printing import (
+    at_most,
+    cpu_model,  # noqa: F401 (bench_autobatch.py imports it from here)
+    figure,
+    machine_line,
+    table,
+    targets_line,
+)
 
 import minitorch
 import minitorch.datasets
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def interleaved_best(
@@ -147,21 +143,18 @@ def main() -> None:
     device = args.device
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
-    gpu = f", GPU {torch.cuda.get_device_name()}" if device.startswith("cuda") else ""
-    print(
-        f"machine: {cpu_model()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch "
-        f"threads, torch {torch.__version__}, device {device}{gpu}\n"
-    )
-    print("| workload | minitorch | PyTorch | ratio | target |")
-    print("|---|---:|---:|---:|---:|")
+    print(machine_line(device) + "\n")
+    rows = []
     for name, (make, steps) in WORKLOADS.items():
         runs = {"minitorch": make(minitorch, device), "torch": make(torch, device)}
         best = interleaved_best(runs, args.repeats, steps, sync)
         ratio = best["minitorch"] / best["torch"]
-        print(
-            f"| {name} | {best['minitorch'] * 1e3:.2f} ms | {best['torch'] * 1e3:.2f} ms | "
-            f"{ratio:.2f} | <= {TARGET} |"
-        )
+        rows.append([
+            name, f"{best['minitorch'] * 1e3:.2f} ms", f"{best['torch'] * 1e3:.2f} ms",
+            figure(ratio, target=at_most(TARGET)),
+        ])  # fmt: skip
+    results = table(["workload", "minitorch", "PyTorch", "minitorch / PyTorch"], rows)
+    print(results + "\n\n" + targets_line(results))
     if args.profile:
         profile_minitorch(device)
 

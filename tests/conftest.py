@@ -53,13 +53,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--classes", action="store_true", help="also grade a class of every assignment (minutes)"
     )
+    parser.addoption(
+        "--hub", action="store_true", help="also run a class through a real JupyterHub (minutes)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_cuda = pytest.mark.skip(reason="CUDA not available")
     skip_classes = pytest.mark.skip(reason="grading a class of every assignment: --classes")
+    skip_hub = pytest.mark.skip(reason="a class through a real JupyterHub: --hub")
     for item in items:
         if "cuda" in item.keywords and not torch.cuda.is_available():
             item.add_marker(skip_cuda)
         if "classes" in item.keywords and not config.getoption("--classes"):
             item.add_marker(skip_classes)
+        if "hub" in item.keywords and not config.getoption("--hub"):
+            item.add_marker(skip_hub)

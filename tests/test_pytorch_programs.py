@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import warnings
 
 import pytest
 
@@ -42,11 +43,17 @@ from minitorch.utils.data import DataLoader, TensorDataset
 PROGRAMS: dict[str, str] = {}
 
 
-def program(source: str) -> str:
-    """Register a program under the name in its first comment line."""
+def register(programs: dict[str, str], source: str) -> str:
+    """Put a program into `programs` under the name in its first comment line (also used by
+    the other tests/test_pytorch_programs_*.py files, each with its own table)."""
     name = source.strip().splitlines()[0].lstrip("# ").strip()
-    PROGRAMS[name] = source
+    programs[name] = source
     return source
+
+
+def program(source: str) -> str:
+    """Register a program of this file."""
+    return register(PROGRAMS, source)
 
 
 program("""
@@ -635,14 +642,20 @@ print(torch.mean(input=X, dim=0, dtype=torch.float64).dtype, X.mm(mat2=W).shape)
 NUMBER = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 
 
-def run(name: str, library: str) -> str:
-    """Execute program `name` after the imports of `library`; return what it printed."""
-    source = HEADERS[library] + PROGRAMS[name]
-    code = compile(source, f"<{name} on {library}>", "exec")
+def run_source(source: str, library: str, name: str = "program") -> str:
+    """Execute a program's `source` after the imports of `library`; return what it printed.
+    Warnings go to stderr, which is not compared, so they are silenced."""
+    code = compile(HEADERS[library] + source, f"<{name} on {library}>", "exec")
     output = io.StringIO()
-    with contextlib.redirect_stdout(output):
+    with contextlib.redirect_stdout(output), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         exec(code, {"__name__": f"program_on_{library}"})
     return output.getvalue()
+
+
+def run(name: str, library: str) -> str:
+    """Execute this file's program `name` after the imports of `library`."""
+    return run_source(PROGRAMS[name], library, name)
 
 
 def assert_same_output(ours: str, theirs: str, rtol: float = 1e-4, atol: float = 1e-4) -> None:

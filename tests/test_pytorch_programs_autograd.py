@@ -1,11 +1,10 @@
 """Tutorial-style programs for the autograd extras run unchanged on minitorch and print the same.
 
-The same harness as tests/test_pytorch_programs.py, whose `HEADERS` (the imports of each
-library) and `assert_same_output` (same words, numbers equal to float32 rounding) are used as
-they are. A program reaches submodules as attributes (`torch.profiler.profile`): a line
-`from torch.profiler import ...` would import PyTorch's own in both runs. Its `run` executes
-the programs registered in its own table, so this file keeps a table of its own and runs a
-program's source the same way (`run_source`).
+The harness is tests/test_pytorch_programs.py's (`register`, `run_source` after each library's
+imports, `assert_same_output`: same words, numbers equal to float32 rounding), with a table of
+programs of this file's own. A program reaches submodules as attributes
+(`torch.profiler.profile`): a line `from torch.profiler import ...` would import PyTorch's own
+in both runs.
 
 The programs use LBFGS with a closure, module backward hooks, Hessians and Jacobian products,
 gradgradcheck, the profiler (names and call counts only, never times) and channel dropout.
@@ -13,21 +12,15 @@ gradgradcheck, the profiler (names and call counts only, never times) and channe
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
-
 import pytest
-from test_pytorch_programs import HEADERS, assert_same_output
+from test_pytorch_programs import assert_same_output, register, run_source
 
 PROGRAMS: dict[str, str] = {}
 
 
 def program(source: str) -> str:
-    """Register a program under the name in its first comment line."""
-    name = source.strip().splitlines()[0].lstrip("# ").strip()
-    PROGRAMS[name] = source
-    return source
+    """Register a program of this file."""
+    return register(PROGRAMS, source)
 
 
 program("""
@@ -239,25 +232,13 @@ except RuntimeError as error:
 """)
 
 
-def run_source(name: str, library: str) -> str:
-    """Execute program `name` after the imports of `library`; return what it printed.
-    (tests/test_pytorch_programs.py's `run`, for this file's table of programs.)"""
-    source = HEADERS[library] + PROGRAMS[name]
-    code = compile(source, f"<{name} on {library}>", "exec")
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # warnings go to stderr; only the printed text counts
-        exec(code, {"__name__": f"program_on_{library}"})
-    return output.getvalue()
-
-
 def test_at_least_five_programs():
     assert len(PROGRAMS) >= 5
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_autograd_program_runs_unchanged_and_prints_the_same(name):
-    theirs = run_source(name, "torch")
-    ours = run_source(name, "minitorch")
+    theirs = run_source(PROGRAMS[name], "torch", name)
+    ours = run_source(PROGRAMS[name], "minitorch", name)
     assert theirs.strip(), "the program printed nothing"
     assert_same_output(ours, theirs)

@@ -6,29 +6,15 @@ words exactly, numbers to float32 rounding) is tests/test_pytorch_programs.py's.
 
 from __future__ import annotations
 
-import contextlib
-import io
-
 import pytest
-from test_pytorch_programs import HEADERS, assert_same_output
+from test_pytorch_programs import assert_same_output, register, run_source
 
 PROGRAMS: dict[str, str] = {}
 
 
 def program(source: str) -> str:
-    """Register a program under the name in its first comment line."""
-    name = source.strip().splitlines()[0].lstrip("# ").strip()
-    PROGRAMS[name] = source
-    return source
-
-
-def run(name: str, library: str) -> str:
-    """Execute program `name` after the imports of `library`; return what it printed."""
-    code = compile(HEADERS[library] + PROGRAMS[name], f"<{name} on {library}>", "exec")
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        exec(code, {"__name__": f"program_on_{library}"})
-    return output.getvalue()
+    """Register a program of this file."""
+    return register(PROGRAMS, source)
 
 
 program("""
@@ -168,7 +154,7 @@ def test_at_least_three_programs():
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_prints_the_same_graph(name):
-    theirs = run(name, "torch")
-    ours = run(name, "minitorch")
+    theirs = run_source(PROGRAMS[name], "torch", name)
+    ours = run_source(PROGRAMS[name], "minitorch", name)
     assert theirs.strip(), "the program printed nothing"
     assert_same_output(ours, theirs)

@@ -47,9 +47,9 @@ import torch
 import minitorch
 from minitorch.autograd import Function
 
-# One seed for both libraries: minitorch draws its random numbers from torch's generator
-# (the `;` keeps Jupyter from printing the generator it returns).
-minitorch.manual_seed(0);
+# One seed for both libraries: minitorch draws its random numbers from torch's generator,
+# which manual_seed returns (kept in `_` so that Jupyter does not print it).
+_ = minitorch.manual_seed(0)
 
 # %% [markdown]
 # ## 1. The graph is recorded during the forward pass

@@ -49,9 +49,9 @@ from minitorch import nn
 from minitorch.autograd.record import record_call, run
 from minitorch.autograd.watch import forward_with_ctx, watch_ops
 
-# One seed for both libraries: minitorch draws its random numbers from torch's generator
-# (the `;` keeps Jupyter from printing the generator it returns).
-minitorch.manual_seed(0);
+# One seed for both libraries: minitorch draws its random numbers from torch's generator,
+# which manual_seed returns (kept in `_` so that Jupyter does not print it).
+_ = minitorch.manual_seed(0)
 
 # %% [markdown]
 # ## 1. Define-then-run and define-by-run

@@ -1,6 +1,7 @@
 """`python -m solutions <command>`: the instructor workflow in one command.
 
-Commands (all take --course DIR, default: the repository's course/):
+Commands (all take --course DIR, default: the repository's course/, before or after the
+command, like --timeout and --budget):
   release ASSIGNMENT      build the student version into release/ (--exchange: also publish it)
   collect ASSIGNMENT      copy submissions into submitted/ (--from DIR, --zip LMS.zip, --exchange)
   autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch),
@@ -16,8 +17,12 @@ Commands (all take --course DIR, default: the repository's course/):
                           autograded), with a progress bar, ending with the table
   similarity ASSIGNMENT   flag pairs of students with alike answers (--threshold, default 0.8);
                           writes reports/ASSIGNMENT/similarity.html, never changes a grade
-  validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise
+  validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise.
+                          Runs in a scratch copy: the course folder is left as it was
   leak-scan               releases, feedback and the wheel reveal nothing of solutions/; exit 1
+  package-student [ASSIGNMENT]  release, then write what students get into --to DIR (dist/):
+                          dyngraph-student.zip (wheel, notebooks, open_course.py) and
+                          exchange/; exit 1, writing nothing, when the leak scan finds anything
 
 --timeout SECONDS (per cell) and --budget SECONDS (per submission) bound what a submission
 may take. A mistake (unknown assignment or student, missing folder or file) prints one `error:`
@@ -27,7 +32,9 @@ line and exits 2.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -35,8 +42,8 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.converters.base import NbGraderException
 
-from solutions.instructor import leaks, pipeline, report, similarity, validate
-from solutions.instructor.course import CommandError, Course, open_course
+from solutions.instructor import leaks, pipeline, report, similarity, student_package, validate
+from solutions.instructor.course import DEFAULT_COURSE_ROOT, CommandError, Course, open_course
 
 
 def _say(message: str) -> None:
@@ -194,6 +201,7 @@ def cmd_similarity(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_validate(course: Course, args: argparse.Namespace) -> int:
+    """Validate in `course`, which `main` made as a scratch copy of the course's source/."""
     problems = []
     for assignment in args.assignment or course.assignments():
         release = pipeline.release(course, assignment)
@@ -206,6 +214,19 @@ def cmd_validate(course: Course, args: argparse.Namespace) -> int:
         print(problem)
     _say("validation failed" if problems else "validation passed")
     return 1 if problems else 0
+
+
+def cmd_package_student(course: Course, args: argparse.Namespace) -> int:
+    destination = Path(args.to) if args.to else student_package.DEFAULT_DESTINATION
+    package = student_package.build(course, args.assignment or course.assignments(), destination)
+    for leak in package.leaks:
+        print(leak)
+    if package.leaks:
+        _say(f"{len(package.leaks)} leaks found: no student package written")
+        return 1
+    _say(f"student package written to {package.zip_file}")
+    _say(f"exchange folder (copy into nbgrader's exchange root) written to {package.exchange}")
+    return 0
 
 
 def cmd_leak_scan(course: Course, args: argparse.Namespace) -> int:
@@ -225,16 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("--course", type=Path, default=None, help="course folder (course/)")
-    parser.add_argument("--timeout", type=int, default=None, help="seconds per cell (config: 30)")
-    parser.add_argument(
-        "--budget", type=float, default=None,
-        help="seconds per submission, crash re-runs included (config: 300)",
-    )  # fmt: skip
+    _add_course_options(parser, default=None)
+    # The same options after the command; SUPPRESS keeps a value given before the command.
+    course_options = argparse.ArgumentParser(add_help=False)
+    _add_course_options(course_options, default=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, handler, assignment: str = "required"):
-        sub = commands.add_parser(name)
+        sub = commands.add_parser(name, parents=[course_options])
         if assignment == "required":
             sub.add_argument("assignment")
         elif assignment == "optional":
@@ -270,14 +289,61 @@ def build_parser() -> argparse.ArgumentParser:
     command("feedback", cmd_feedback)
     command("export", cmd_export, assignment="none").add_argument("--to")
     command("report", cmd_report)
-    command("validate", cmd_validate, assignment="optional")
+    command("validate", cmd_validate, assignment="optional").set_defaults(scratch_copy=True)
+    command("package-student", cmd_package_student, assignment="optional").add_argument(
+        "--to", help="folder for the zip and the exchange folder (default: dist/)"
+    )
     command("similarity", cmd_similarity).add_argument(
         "--threshold", type=float, default=similarity.DEFAULT_THRESHOLD, help="0 to 1 (0.8)"
     )
     command("leak-scan", cmd_leak_scan, assignment="none").add_argument(
         "--wheel", help="scan this wheel instead of building one"
     )
+    from solutions.instructor import hub  # a class on JupyterHub: deploy/jupyterhub/
+
+    hub.add_parser(commands)
     return parser
+
+
+def _add_course_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--course", type=Path, default=default, help="course folder (course/)")
+    parser.add_argument(
+        "--timeout", type=int, default=default, help="seconds per cell (config: 30)"
+    )
+    parser.add_argument(
+        "--budget", type=float, default=default,
+        help="seconds per submission, crash re-runs included (config: 300)",
+    )  # fmt: skip
+
+
+def copy_source(course_root: Path, scratch: Path) -> Path:
+    """A new course folder in `scratch` holding a copy of `course_root`'s source/ only."""
+    source = Path(course_root).resolve() / "source"
+    if not source.is_dir():
+        raise CommandError(f"{source.parent} is not a course folder: it has no source/ folder")
+    shutil.copytree(source, scratch / "course" / "source")
+    return scratch / "course"
+
+
+def _run(course: Course, args: argparse.Namespace) -> int:
+    """Check the named assignments, then run the command's handler on `course`."""
+    named = getattr(args, "assignment", None)
+    for assignment in [named] if isinstance(named, str) else named or []:
+        course.check_assignment(assignment)
+    return args.handler(course, args)
+
+
+def _run_in_scratch_copy(args: argparse.Namespace, limits: dict) -> int:
+    """Run the command on a scratch copy of the course's source/: the course folder is only
+    read (no release/, gradebook rows or exchange/ left behind). Errors name the course
+    folder, not the copy."""
+    course_root = Path(args.course or DEFAULT_COURSE_ROOT).resolve()
+    with tempfile.TemporaryDirectory(prefix="validate-") as scratch:
+        root = copy_source(course_root, Path(scratch).resolve())
+        try:
+            return _run(open_course(root, **limits), args)
+        except CommandError as error:
+            raise CommandError(str(error).replace(str(root), str(course_root))) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,11 +353,12 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
-        course = open_course(args.course, timeout=args.timeout, budget=args.budget)
-        named = getattr(args, "assignment", None)
-        for assignment in [named] if isinstance(named, str) else named or []:
-            course.check_assignment(assignment)
-        return args.handler(course, args)
+        if args.command == "hub":  # needs no course folder: it makes its own
+            return args.handler(None, args)
+        limits = dict(timeout=args.timeout, budget=args.budget)
+        if getattr(args, "scratch_copy", False):  # validate: never touch the course folder
+            return _run_in_scratch_copy(args, limits)
+        return _run(open_course(args.course, **limits), args)
     except CommandError as error:
         _say(f"error: {error}")
         return 2

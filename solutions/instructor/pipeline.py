@@ -135,7 +135,7 @@ def prune_submissions(course: Course, assignment: str, students: list[str]) -> l
     warnings = []
     for student in students:
         for path in sorted(course.folder("submitted", assignment, student).iterdir()):
-            if path.name in notebooks | {"timestamp.txt"} and path.is_file():
+            if path.name in notebooks | NBGRADER_FILES and path.is_file():
                 continue
             warnings.append(f"{student}: ignored {path.name} (only {LAYOUT_FILES} are graded)")
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
@@ -143,6 +143,10 @@ def prune_submissions(course: Course, assignment: str, students: list[str]) -> l
 
 
 LAYOUT = "<folder>/<student>/{0}.ipynb or <folder>/<student>/{0}/{0}.ipynb"
+# nbgrader's own files of an exchange submission, kept from submitted/ to feedback/: the
+# submission time, and the secret from which `release_feedback` and the student's
+# `fetch_feedback` name the feedback (so only that student finds it). No student code.
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
 
 
 def _zip_collector(course: Course, assignment: str) -> ZipCollectApp:
@@ -371,7 +375,8 @@ def autograde(
 def feedback(course: Course, assignment: str, students: list[str] | None = None) -> Path:
     """Write the HTML feedback of every autograded submission (or only of `students`) into
     feedback/: the generated HTML and nothing else (nbgrader would also copy any other file of
-    the graded folder)."""
+    the graded folder) but NBGRADER_FILES, which `nbgrader release_feedback` needs to put the
+    feedback in the exchange (a hub's students fetch it from there)."""
     if students is None:
         check(course.api.generate_feedback(assignment), "generate_feedback")
         students = course.students(assignment)
@@ -384,6 +389,8 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None)
         if not folder.is_dir():
             continue
         for path in sorted(folder.iterdir()):
+            if path.name in NBGRADER_FILES and path.is_file() and not path.is_symlink():
+                continue
             if path.suffix != ".html" or not path.is_file() or path.is_symlink():
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
     return root

@@ -1,0 +1,157 @@
+"""JupyterHub configuration: this course served to a class on one machine.
+
+Started by `python -m solutions hub` (solutions/instructor/hub.py), which prepares the state
+folder and passes it in DYNGRAPH_HUB_STATE (with DYNGRAPH_HUB_IP and DYNGRAPH_HUB_PORT):
+
+    <state>/hub/accounts.json      who may log in: {"users": {name: {"password", "role"}}} (0600)
+    <state>/hub/admin-token        the API token of the `dyngraph-admin` service (0600)
+    <state>/config/<role>/         the Jupyter configuration of each role's servers
+    <state>/exchange/              nbgrader's exchange, shared by everyone (1777)
+    <state>/home/<user>/           each user's home (0700, that user's)
+    <state>/home/instructor/course/  the nbgrader course folder, gradebook included
+
+Every user runs as their own Unix user (LocalProcessSpawner): file permissions keep students
+apart. A student's server also runs in a private mount namespace in which the repository shows
+only minitorch/ (an empty read-only tmpfs hides solutions/, course/, .git and the rest), so a
+student's kernel cannot read the graders whatever the repository's permissions.
+
+Institution login: replace the two `authenticator_class` lines below, e.g. for OAuth
+(`pip install oauthenticator`):
+
+    c.JupyterHub.authenticator_class = "generic-oauth"   # or "github", "azuread", ...
+    c.GenericOAuthenticator.client_id = "..."; c.GenericOAuthenticator.client_secret = "..."
+    c.Authenticator.allowed_users = {...}; c.Authenticator.admin_users = set()
+    c.RoleSpawner.instructors = {"their-login"}
+
+or for an LMS (`pip install jupyterhub-ltiauthenticator`): `c.JupyterHub.authenticator_class =
+"ltiauthenticator.lti13.authenticator.LTI13Authenticator"` with its issuer, client id and key
+URLs. Unix accounts for those names must exist (or `c.LocalAuthenticator.create_system_users`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hmac
+import json
+import os
+import sys
+from pathlib import Path
+
+from jupyterhub.auth import Authenticator
+from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Set, Unicode
+
+c = get_config()  # noqa: F821 (provided by traitlets when it reads this file)
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+STATE = Path(os.environ.get("DYNGRAPH_HUB_STATE", "/srv/dyngraph-hub"))
+IP = os.environ.get("DYNGRAPH_HUB_IP", "127.0.0.1")
+PORT = int(os.environ.get("DYNGRAPH_HUB_PORT", "8000"))
+ACCOUNTS = json.loads((STATE / "hub" / "accounts.json").read_text())["users"]
+
+
+class ClassListAuthenticator(Authenticator):
+    """Test login for the demo and the tests: the names and passwords of accounts.json."""
+
+    async def authenticate(self, handler, data: dict) -> str | None:
+        account = ACCOUNTS.get(data.get("username", ""))
+        password = data.get("password", "").encode()
+        if account and hmac.compare_digest(account["password"].encode(), password):
+            return data["username"]
+        return None
+
+
+# Institution login: change these two lines (see the docstring).
+c.JupyterHub.authenticator_class = ClassListAuthenticator
+c.Authenticator.allowed_users = set(ACCOUNTS)
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 32, 4096, 16384, 1 << 18,
+)  # fmt: skip
+CLONE_NEWNS = 0x00020000
+
+
+def show_only_minitorch(repository: Path) -> None:
+    """In a forked child still running as root: enter a private mount namespace in which
+    `repository` holds only minitorch/ (read-only). Raises OSError when a step fails, so the
+    server does not start (it never runs with the graders visible)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(result: int, step: str) -> None:
+        if result != 0:
+            raise OSError(ctypes.get_errno(), f"hiding {repository}: {step} failed")
+
+    call(libc.unshare(CLONE_NEWNS), "unshare")
+    call(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making / private")
+    library = os.open(repository / "minitorch", os.O_PATH)
+    root = str(repository).encode()
+    call(libc.mount(b"tmpfs", root, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755"), "tmpfs")
+    os.mkdir(repository / "minitorch")
+    source = f"/proc/self/fd/{library}".encode()
+    call(libc.mount(source, root + b"/minitorch", None, MS_BIND | MS_REC, None), "bind")
+    os.close(library)
+    flags = MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    call(libc.mount(None, root, None, flags, None), "read-only")
+
+
+class RoleSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner with the course's two roles: instructors get the formgrader and
+    the repository; students get the assignment list and Validate, and see only minitorch/
+    of the repository. Each role's Jupyter configuration is <state>/config/<role>/."""
+
+    instructors = Set(Unicode(), config=True, help="user names with the instructor role")
+
+    def role(self) -> str:
+        return "instructor" if self.user.name in self.instructors else "student"
+
+    def get_env(self) -> dict:
+        env = super().get_env()
+        env["JUPYTER_CONFIG_PATH"] = str(STATE / "config" / self.role())
+        env.pop("JUPYTER_CONFIG_DIR", None)
+        if self.role() == "instructor":  # `python -m solutions` from a terminal finds the repo
+            env["DYNGRAPH_REPOSITORY"] = str(REPOSITORY)
+        return env
+
+    def make_preexec_fn(self, name: str):
+        become_user = super().make_preexec_fn(name)
+        if self.role() == "instructor":
+            return become_user
+
+        def preexec() -> None:
+            show_only_minitorch(REPOSITORY)
+            become_user()
+
+        return preexec
+
+
+c.JupyterHub.spawner_class = RoleSpawner
+c.RoleSpawner.instructors = {name for name, a in ACCOUNTS.items() if a["role"] == "instructor"}
+# `python -m jupyterhub.singleuser`: the interpreter running the hub, not a script's shebang.
+c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+c.Spawner.env_keep = ["PATH", "PYTHONPATH", "LANG", "LC_ALL"]
+
+# One machine: the proxy listens on PORT, the hub on PORT + 1, the proxy's API on PORT + 2.
+c.JupyterHub.bind_url = f"http://{IP}:{PORT}"
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{PORT + 1}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PORT + 2}"
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "hub" / "proxy.pid")
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'hub' / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "hub" / "jupyterhub_cookie_secret")
+c.JupyterHub.cleanup_servers = True  # Ctrl-C stops every user's server; their files stay
+
+# The API token of the instructor's tooling and the tests: start and stop servers, make
+# tokens for users. It lives in <state>/hub/admin-token, readable by root only.
+c.JupyterHub.services = [
+    {"name": "dyngraph-admin", "api_token": (STATE / "hub" / "admin-token").read_text().strip()}
+]
+c.JupyterHub.load_roles = [
+    {
+        "name": "dyngraph-admin",
+        "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "list:users"],
+        "services": ["dyngraph-admin"],
+    }
+]

@@ -1,0 +1,378 @@
+"""`python -m solutions hub`: a demo class of this course on JupyterHub, on one machine.
+
+It runs as root: it creates one Unix user per student and one for the instructor (useradd,
+as nbgrader's demos do), prepares the state folder (deploy/jupyterhub/jupyterhub_config.py
+names its parts), starts JupyterHub with that configuration, prints the URL and the accounts,
+and runs until Ctrl-C. The state folder keeps the exchange, the instructor's course folder
+(gradebook included), the homes and the passwords, so the next start goes on where this one
+stopped.
+
+`--private` runs the hub in a private mount namespace: the accounts are made in a scratch
+copy of /etc (with the same uids each start, recorded in the state folder), and a Python
+installed in a folder other users cannot enter (/root/.pyenv under a 0700 /root) is shown to
+them through a tmpfs. Nothing outside the state folder changes; this is how the tests run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from solutions.instructor.course import DEFAULT_COURSE_ROOT, REPO_ROOT, CommandError
+
+HUB_CONFIG = REPO_ROOT / "deploy" / "jupyterhub"
+DEFAULT_STATE = Path("/srv/dyngraph-hub")
+COURSE_ID = "dyngraph"
+INSTRUCTOR = "instructor"
+IN_NAMESPACE = "DYNGRAPH_HUB_PRIVATE"  # set in the re-run inside the private namespace
+
+
+@dataclass
+class Account:
+    """One login of the class: a Unix user of that name runs its server."""
+
+    name: str
+    password: str
+    role: str  # "instructor" or "student"
+    uid: int | None = None
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Register `hub` with the subcommands of `python -m solutions`."""
+    sub = commands.add_parser("hub", help="a demo class on JupyterHub (as root)")
+    sub.add_argument("--students", type=int, default=5, help="student accounts (5)")
+    sub.add_argument("--state", type=Path, default=DEFAULT_STATE, help=f"({DEFAULT_STATE})")
+    sub.add_argument("--ip", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    sub.add_argument("--port", type=int, default=8000, help="uses PORT, PORT+1, PORT+2 (8000)")
+    sub.add_argument(
+        "--private", action="store_true",
+        help="accounts in a private mount namespace: nothing outside --state changes",
+    )  # fmt: skip
+    sub.set_defaults(handler=cmd_hub)
+
+
+def cmd_hub(course: object, args: argparse.Namespace) -> int:
+    """Check, prepare and run the hub until Ctrl-C; the exit status of JupyterHub."""
+    state = Path(args.state).resolve()
+    if args.students < 1:
+        raise CommandError("--students must be at least 1")
+    check_requirements(args.ip, args.port, state, private=args.private)
+    if args.private and os.environ.get(IN_NAMESPACE) != "1":
+        argv = ["hub", "--students", str(args.students), "--state", str(state), "--private"]
+        argv += ["--ip", args.ip, "--port", str(args.port)]
+        return run_in_private_namespace(argv)
+    if args.private:
+        enter_private_view(state)
+    accounts = prepare_state(state, args.students)
+    return run_hub(state, args.ip, args.port, accounts)
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+
+def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
+    """Raise CommandError naming the fix for the first thing that stops the hub from running:
+    JupyterHub or configurable-http-proxy missing, not root, a port in use, or a folder the
+    users' servers must reach (Python, the repository, the state folder) closed to them."""
+    if importlib.util.find_spec("jupyterhub") is None:
+        raise CommandError("JupyterHub is not installed: pip install -e '.[hub]'")
+    if shutil.which("configurable-http-proxy") is None:
+        raise CommandError(
+            "configurable-http-proxy is not on PATH: npm install -g configurable-http-proxy"
+        )
+    if os.geteuid() != 0:
+        raise CommandError(
+            "the hub must start as root (e.g. sudo python -m solutions hub): it creates a Unix "
+            "user per student and starts each user's server as that user"
+        )
+    for number in (port, port + 1, port + 2):
+        with socket.socket() as probe:
+            try:
+                probe.bind((ip if number == port else "127.0.0.1", number))
+            except OSError as error:
+                raise CommandError(
+                    f"port {number} is in use ({error.strerror}): stop what uses it, or give "
+                    f"--port N (the hub uses N, N+1 and N+2)"
+                ) from None
+    closed = closed_ancestor(state.parent)
+    if closed is not None:
+        raise CommandError(
+            f"students cannot reach the state folder {state}: {closed} is not open to other "
+            f"users (chmod o+x {closed}, or give --state in another folder)"
+        )
+    if not private:
+        for path in (Path(sys.prefix), REPO_ROOT):
+            if (closed := closed_ancestor(path)) is not None:
+                raise CommandError(
+                    f"the users' servers cannot reach {path}: {closed} is not open to other "
+                    f"users. Install Python and the repository where every user can enter, or "
+                    f"start with --private (a private mount namespace shows it to them)"
+                )
+
+
+def closed_ancestor(path: Path) -> Path | None:
+    """The first folder from / down to `path` that other users cannot enter (no o+x)."""
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+# --- the private mount namespace ----------------------------------------------------------------
+
+
+def run_in_private_namespace(argv: list[str]) -> int:
+    """Run `python -m solutions <argv>` in a new private mount namespace; its exit status.
+    Ctrl-C reaches both processes; this one waits for the other to stop the hub."""
+    env = {**os.environ, IN_NAMESPACE: "1"}
+    command = ["unshare", "--mount", "--propagation", "private", "--"]
+    process = subprocess.Popen([*command, sys.executable, "-m", "solutions", *argv], env=env)
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def enter_private_view(state: Path) -> None:
+    """Inside the private namespace: a scratch copy of /etc (so useradd changes nothing
+    outside), and Python shown to other users when a folder above it is closed to them."""
+    scratch = state / "private"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True, mode=0o700)
+    subprocess.run(["cp", "-a", "/etc", str(scratch / "etc")], check=True)
+    subprocess.run(["mount", "--bind", str(scratch / "etc"), "/etc"], check=True)
+    for number, path in enumerate((Path(sys.prefix), REPO_ROOT)):
+        closed = closed_ancestor(path)
+        if closed is None:
+            continue
+        inside = closed / path.resolve().relative_to(closed).parts[0]
+        keep = scratch / f"keep{number}"
+        keep.mkdir()
+        subprocess.run(["mount", "--bind", str(inside), str(keep)], check=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(closed)], check=True
+        )
+        inside.mkdir()
+        subprocess.run(["mount", "--bind", str(keep), str(inside)], check=True)
+        if (still := closed_ancestor(path)) is not None:
+            raise CommandError(f"--private cannot show {path} to other users: {still} is closed")
+
+
+# --- accounts and the state folder --------------------------------------------------------------
+
+
+def load_accounts(state: Path, students: int) -> dict[str, Account]:
+    """The accounts kept in <state>/hub/accounts.json, with any missing ones added (a new
+    password each); student names are student1 ... studentN."""
+    path = state / "hub" / "accounts.json"
+    known = json.loads(path.read_text())["users"] if path.is_file() else {}
+    names = [INSTRUCTOR] + [f"student{i}" for i in range(1, students + 1)]
+    accounts = {}
+    for name in names:
+        role = "instructor" if name == INSTRUCTOR else "student"
+        kept = known.get(name, {})
+        password = kept.get("password") or secrets.token_urlsafe(9)
+        accounts[name] = Account(name, password, role, kept.get("uid"))
+    for name, kept in known.items():  # a class started bigger keeps its other accounts
+        accounts.setdefault(name, Account(name, kept["password"], kept["role"], kept.get("uid")))
+    return accounts
+
+
+def ensure_user(account: Account, home: Path) -> pwd.struct_passwd:
+    """The Unix user of `account`, created with useradd when missing (with its recorded uid,
+    if any); the home folder is made by prepare_state."""
+    try:
+        return pwd.getpwnam(account.name)
+    except KeyError:
+        pass
+    command = ["useradd", "--no-log-init", "--no-create-home", "--user-group"]
+    command += ["--home-dir", str(home), "--shell", "/bin/bash"]
+    if account.uid is not None:
+        command += ["--uid", str(account.uid)]
+    result = subprocess.run([*command, account.name], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CommandError(f"useradd {account.name} failed: {result.stderr.strip()}")
+    return pwd.getpwnam(account.name)
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def _chown_tree(path: Path, user: pwd.struct_passwd) -> None:
+    for folder, dirs, files in os.walk(path):
+        for name in [".", *dirs, *files]:
+            os.chown(os.path.join(folder, name), user.pw_uid, user.pw_gid, follow_symlinks=False)
+
+
+def prepare_state(state: Path, students: int) -> dict[str, Account]:
+    """Create what is missing of the state folder, its users and their permissions; keep
+    everything that is there (exchange, course folder, gradebook, homes, passwords).
+
+    Permissions: the state folder 0755 (root); hub/ 0700 (root: passwords, tokens, the hub's
+    database); exchange/ 1777 with exchange/dyngraph/ the instructor's (nbgrader's documented
+    world-writable exchange, plus the sticky bit so no one renames another's folder); each
+    home 0700 (its user's), the course folder home/instructor/course/ included (0700, with
+    exchange/ a link to the shared one); config/ 0755 (root, read-only)."""
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o755)
+    hub = state / "hub"
+    hub.mkdir(exist_ok=True)
+    hub.chmod(0o700)
+    accounts = load_accounts(state, students)
+    users = {}
+    for account in accounts.values():
+        home = state / "home" / account.name
+        users[account.name] = user = ensure_user(account, home)
+        account.uid = user.pw_uid
+        home.mkdir(parents=True, exist_ok=True)
+        (state / "home").chmod(0o755)
+        os.chown(home, user.pw_uid, user.pw_gid)
+        home.chmod(0o700)
+    _write(
+        hub / "accounts.json",
+        json.dumps({"users": {a.name: asdict(a) for a in accounts.values()}}, indent=1),
+        0o600,
+    )
+    if not (hub / "admin-token").is_file():
+        _write(hub / "admin-token", secrets.token_hex(32), 0o600)
+    instructor = users[INSTRUCTOR]
+
+    exchange = state / "exchange"
+    exchange.mkdir(exist_ok=True)
+    exchange.chmod(0o1777)
+    course_exchange = exchange / COURSE_ID
+    course_exchange.mkdir(exist_ok=True)
+    os.chown(course_exchange, instructor.pw_uid, instructor.pw_gid)
+
+    course = state / "home" / INSTRUCTOR / "course"  # the formgrader wants it in the home
+    course.mkdir(exist_ok=True)
+    for source in sorted((DEFAULT_COURSE_ROOT / "source").iterdir()):
+        if source.is_dir() and not (course / "source" / source.name).exists():
+            shutil.copytree(source, course / "source" / source.name)
+    if not (course / "exchange").is_symlink():
+        (course / "exchange").symlink_to(exchange)
+    _write(course / "nbgrader_config.py", instructor_nbgrader_config(state))
+    _chown_tree(course, instructor)
+    course.chmod(0o700)
+
+    config = state / "config"
+    shutil.rmtree(config, ignore_errors=True)
+    shutil.copytree(HUB_CONFIG / "student", config / "student")
+    settings = json.loads((HUB_CONFIG / "student" / "nbgrader_config.json").read_text())
+    settings["Exchange"]["root"] = str(exchange)
+    _write(config / "student" / "nbgrader_config.json", json.dumps(settings, indent=2))
+    (config / "instructor").mkdir()
+    _write(config / "instructor" / "nbgrader_config.py", instructor_nbgrader_config(state))
+    for folder, _, files in os.walk(config):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    return accounts
+
+
+def instructor_nbgrader_config(state: Path) -> str:
+    """deploy/jupyterhub/instructor/nbgrader_config.py with this repository and state."""
+    lines = (HUB_CONFIG / "instructor" / "nbgrader_config.py").read_text().splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith("REPOSITORY = "):
+            lines[number] = f"REPOSITORY = {str(REPO_ROOT)!r}"
+        elif line.startswith("STATE = "):
+            lines[number] = f"STATE = {str(state)!r}"
+    return "\n".join(lines) + "\n"
+
+
+# --- running the hub ----------------------------------------------------------------------------
+
+
+def run_hub(state: Path, ip: str, port: int, accounts: dict[str, Account]) -> int:
+    """Start JupyterHub (its log in <state>/hub/jupyterhub.log), print the URL and the
+    accounts once it answers, and wait until it stops or Ctrl-C stops it."""
+    env = {
+        **os.environ,
+        "DYNGRAPH_HUB_STATE": str(state),
+        "DYNGRAPH_HUB_IP": ip,
+        "DYNGRAPH_HUB_PORT": str(port),
+    }
+    env.pop(IN_NAMESPACE, None)
+    log_path = state / "hub" / "jupyterhub.log"
+    command = [sys.executable, "-m", "jupyterhub", "-f", str(HUB_CONFIG / "jupyterhub_config.py")]
+    with open(log_path, "ab") as log:
+        hub = subprocess.Popen(command, cwd=state / "hub", env=env, stdout=log, stderr=log)
+    url = f"http://{ip}:{port}/"
+    try:
+        wait_until_ready(hub, url + "hub/api/", log_path)
+        print(banner(url, state, accounts, log_path), flush=True)
+        return hub.wait()
+    except KeyboardInterrupt:  # Ctrl-C reached the hub too: it is stopping already
+        print("stopping the hub (the state folder stays)", file=sys.stderr, flush=True)
+        return stop(hub, signalled=True)
+    except BaseException:
+        stop(hub)
+        raise
+
+
+def wait_until_ready(hub: subprocess.Popen, api: str, log: Path, seconds: float = 90) -> None:
+    """Return once the hub's API answers through the proxy; CommandError (with the log's
+    end) when the hub exits or does not answer in time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if hub.poll() is not None:
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            raise CommandError(f"JupyterHub exited ({hub.returncode}):\n" + "\n".join(tail))
+        try:
+            with urllib.request.urlopen(api, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise CommandError(f"JupyterHub did not answer at {api} within {seconds:.0f} s: see {log}")
+
+
+def stop(hub: subprocess.Popen, signalled: bool = False) -> int:
+    """Stop JupyterHub (it stops the proxy and every user's server); its exit status.
+    `signalled`: the terminal's Ctrl-C reached it already, so it is only waited for."""
+    if not signalled and hub.poll() is None:
+        hub.send_signal(signal.SIGINT)
+    try:
+        return hub.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        hub.kill()
+        return hub.wait()
+
+
+def banner(url: str, state: Path, accounts: dict[str, Account], log: Path) -> str:
+    """What the instructor needs: the URL, who can log in with which password, where the
+    state and the log are."""
+    course = state / "home" / INSTRUCTOR / "course"
+    rows = [
+        f"JupyterHub for course {COURSE_ID}: {url}",
+        "",
+        f"  {'user':<12} {'password':<14} role",
+    ]
+    for account in accounts.values():
+        role = "instructor (formgrader)" if account.role == "instructor" else "student"
+        rows.append(f"  {account.name:<12} {account.password:<14} {role}")
+    rows += [
+        "",
+        f"state (exchange, homes): {state}; course folder and gradebook: {course}",
+        f"hub log: {log}; admin API token: {state / 'hub' / 'admin-token'}",
+        "Ctrl-C stops the hub; the state folder stays for the next start.",
+    ]
+    return "\n".join(rows)

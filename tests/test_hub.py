@@ -1,0 +1,389 @@
+"""A class on JupyterHub (deploy/jupyterhub/, `python -m solutions hub`).
+
+The fast tests (default run) read the configuration and check the errors that name a fix.
+The class test (`--hub`, about three minutes on 2 cores) drives a real hub end to end, as its
+users would: the instructor releases notebook 1 to the exchange; students log in, fetch through
+the endpoints of nbgrader's server extension that the assignment list calls, write answers with
+the contents API, validate and submit (one resubmits, one hands in a blank, one never submits);
+the instructor collects and grades with the sandboxed `python -m solutions` in a kernel of their
+own server and releases the feedback; each student fetches their own. A student's kernel then
+tries to read another student's submission, the instructor's course folder, the gradebook, the
+feedback of others and the graders; each attempt fails.
+
+What changes outside the scratch folder: nothing. The hub runs with `--private`: the accounts
+are made with useradd in a scratch copy of /etc inside a private mount namespace, which ends
+with the hub; the scratch folder (made in /tmp, open to the test's users) is removed at the end.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import course_support
+import nbformat
+import pytest
+from hub_support import Hub, User, start_hub
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+HUB_CONFIG = REPO_ROOT / "deploy" / "jupyterhub"
+ASSIGNMENT = course_support.NOTEBOOK_1
+PROXY = shutil.which("configurable-http-proxy")
+HAVE_JUPYTERHUB = importlib.util.find_spec("jupyterhub") is not None
+
+needs_hub = pytest.mark.skipif(
+    not (HAVE_JUPYTERHUB and PROXY),
+    reason="needs JupyterHub (pip install -e '.[hub]') and configurable-http-proxy "
+    "(npm install -g configurable-http-proxy)",
+)
+
+
+def free_port() -> int:
+    """A port whose next two are free too (the hub uses PORT, PORT+1, PORT+2)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port < 65000 and all(_free(port + i) for i in (1, 2)):
+            return port
+    raise RuntimeError("no three free ports in a row")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def hub_command(
+    *args: str, env: dict | None = None, prefix: tuple = ()
+) -> subprocess.CompletedProcess:
+    command = [*prefix, sys.executable, "-m", "solutions", "hub", *args]
+    return subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+# --- the configuration, read without running anything --------------------------------------------
+
+
+@needs_hub
+def test_hub_config_loads_with_roles_and_test_login(tmp_path: Path) -> None:
+    from jupyterhub.spawner import LocalProcessSpawner
+    from traitlets.config import PyFileConfigLoader
+
+    (tmp_path / "hub").mkdir()
+    accounts = {"instructor": {"password": "a", "role": "instructor"},
+                "student1": {"password": "b", "role": "student"}}  # fmt: skip
+    (tmp_path / "hub" / "accounts.json").write_text(json.dumps({"users": accounts}))
+    (tmp_path / "hub" / "admin-token").write_text("secret\n")
+    os.environ["DYNGRAPH_HUB_STATE"] = str(tmp_path)
+    try:
+        loader = PyFileConfigLoader("jupyterhub_config.py", path=str(HUB_CONFIG))
+        config = loader.load_config()
+    finally:
+        del os.environ["DYNGRAPH_HUB_STATE"]
+    spawner = config.JupyterHub.spawner_class
+    assert issubclass(spawner, LocalProcessSpawner)
+    assert config.RoleSpawner.instructors == {"instructor"}
+    assert config.Authenticator.allowed_users == {"instructor", "student1"}
+    assert config.JupyterHub.services[0]["api_token"] == "secret"
+    assert config.Spawner.cmd[1:] == ["-m", "jupyterhub.singleuser"]
+
+
+def test_student_configuration_hides_the_instructor_tools() -> None:
+    server = json.loads((HUB_CONFIG / "student" / "jupyter_server_config.json").read_text())
+    extensions = server["ServerApp"]["jpserver_extensions"]
+    assert extensions["nbgrader.server_extensions.formgrader"] is False
+    assert extensions["nbgrader.server_extensions.assignment_list"] is True
+    assert extensions["nbgrader.server_extensions.validate_assignment"] is True
+    page = json.loads((HUB_CONFIG / "student" / "labconfig" / "page_config.json").read_text())
+    disabled = {name for name, off in page["disabledExtensions"].items() if off}
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= disabled
+    # The names are plugins of the installed JupyterLab extension of nbgrader.
+    from jupyter_core.paths import jupyter_path
+
+    scripts = [
+        script.read_text(errors="ignore")
+        for folder in jupyter_path("labextensions")
+        for script in Path(folder, "@jupyter", "nbgrader", "static").glob("*.js")
+    ]
+    if scripts:
+        assert all(any(f'"{name}"' in text for text in scripts) for name in disabled)
+
+
+def test_instructor_configuration_is_the_course_config_with_hub_paths(tmp_path: Path) -> None:
+    from traitlets.config import PyFileConfigLoader
+
+    from solutions.instructor import hub
+
+    (tmp_path / "nbgrader_config.py").write_text(hub.instructor_nbgrader_config(tmp_path))
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    assert config.CourseDirectory.root == f"{tmp_path}/home/instructor/course"
+    assert config.Exchange.root == f"{tmp_path}/exchange"
+    assert config.CourseDirectory.course_id == "dyngraph"
+    assert "solutions.instructor.verdicts.SandboxedAutograde" in (
+        config.Autograde.autograde_preprocessors
+    )
+
+
+# --- errors that name the fix ---------------------------------------------------------------------
+
+
+@needs_hub
+def test_hub_refuses_to_start_without_root(tmp_path: Path) -> None:
+    # A user namespace without a mapping: this process is uid 65534 there, not root.
+    result = hub_command("--state", str(tmp_path / "state"), prefix=("unshare", "--user", "--"))
+    assert result.returncode == 2, result.stderr
+    assert "must start as root" in result.stderr
+    assert not (tmp_path / "state").exists()
+
+
+@needs_hub
+def test_hub_refuses_a_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = hub_command("--state", str(tmp_path / "state"), "--port", str(port))
+    assert result.returncode == 2, result.stderr
+    assert f"port {port} is in use" in result.stderr and "--port N" in result.stderr
+    assert not (tmp_path / "state").exists()
+
+
+@needs_hub
+def test_hub_names_the_missing_proxy(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    result = hub_command("--state", str(tmp_path / "state"), env=env)
+    assert result.returncode == 2, result.stderr
+    assert "npm install -g configurable-http-proxy" in result.stderr
+
+
+def test_hub_refuses_no_students(tmp_path: Path) -> None:
+    result = hub_command("--students", "0", "--state", str(tmp_path / "state"))
+    assert result.returncode == 2 and "--students must be at least 1" in result.stderr
+
+
+# --- a class through the real hub -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    """A scratch folder in /tmp that the hub's users can enter; removed at the end."""
+    if os.geteuid() != 0:
+        pytest.skip("the hub test runs as root (it makes a Unix user per student)")
+    if not course_support.notebook_1_present():
+        pytest.skip("notebook 1 or its graders are missing")
+    folder = Path(tempfile.mkdtemp(prefix="dyngraph-hub-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_as_instructor(instructor: User, command: str) -> str:
+    """Run a shell command in a kernel of the instructor's server (as the instructor, from
+    the repository); its output. Fails the test when the command fails."""
+    code = (
+        "import os, subprocess\n"
+        f"r = subprocess.run({command!r}, shell=True, capture_output=True, text=True,"
+        " cwd=os.environ['DYNGRAPH_REPOSITORY'])\n"
+        "print(r.stdout + r.stderr + f'\\nexit status {r.returncode}')\n"
+    )
+    result = instructor.run(code)
+    assert result.error is None and "exit status 0" in result.output, result.output
+    return result.output
+
+
+def write_answers(student: User, answers: dict[str, str]) -> None:
+    """Replace answer cells of the fetched notebook and save it, as JupyterLab would."""
+    path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    notebook = nbformat.from_dict(student.get_notebook(path))
+    student.put_notebook(path, course_support.with_answers(notebook, answers))
+
+
+ISOLATION = """
+import os
+state, other = {state!r}, {state!r} + "/home/student1"
+attempts = {{
+    "another student's submission": lambda: os.listdir(state + "/exchange/dyngraph/inbound"),
+    "another student's home": lambda: os.listdir(other),
+    "another student's notebook": lambda: open(other + "/{assignment}/{assignment}.ipynb").read(),
+    "the instructor's course folder": lambda: os.listdir(state + "/home/instructor/course"),
+    "the gradebook": lambda: open(state + "/home/instructor/course/gradebook.db", "rb").read(),
+    "the submitted copies": lambda: os.listdir(state + "/home/instructor/course/submitted"),
+    "everyone's feedback": lambda: os.listdir(state + "/exchange/dyngraph/feedback"),
+    "the hub's passwords": lambda: open(state + "/hub/accounts.json").read(),
+    "the graders": lambda: open({grader!r}).read(),
+    "the notebook sources": lambda: open({source!r}).read(),
+}}
+for what, attempt in attempts.items():
+    try:
+        attempt()
+        print("READ", what)
+    except OSError as error:
+        print("refused", what, type(error).__name__)
+"""
+
+
+@needs_hub
+@pytest.mark.hub
+def test_a_class_through_the_hub(scratch: Path) -> None:
+    started = time.monotonic()
+    state = scratch / "state"
+    hub = start_hub(state, students=3, port=free_port())
+    try:
+        run_class(hub, state)
+    except BaseException:
+        print(hub.log_tail())
+        raise
+    finally:
+        assert hub.stop() == 0, hub.log_tail()
+    print(f"class through the hub: {time.monotonic() - started:.0f} s")
+
+    # Ctrl-C kept the state: the next start has the same accounts, exchange and gradebook.
+    again = start_hub(state, students=3, port=free_port())
+    try:
+        assert again.passwords == hub.passwords
+        assert again.login("student1", hub.passwords["student1"])
+        assert (state / "home" / "instructor" / "course" / "gradebook.db").is_file()
+        assert list((state / "exchange" / "dyngraph" / "inbound").iterdir())
+    finally:
+        assert again.stop() == 0
+
+
+def run_class(hub: Hub, state: Path) -> None:
+    passwords = hub.passwords
+    assert set(passwords) == {"instructor", "student1", "student2", "student3"}
+    assert hub.login("student1", passwords["student1"])
+    assert not hub.login("student1", passwords["student2"])
+
+    # The instructor releases notebook 1 to the exchange, from their own server.
+    instructor = hub.start_server("instructor")
+    assert isinstance(instructor.get("formgrader/api/assignments"), list)  # the formgrader
+    course = state / "home" / "instructor" / "course"
+    python = "python -m solutions --course " + str(course)
+    run_as_instructor(instructor, f"{python} release {ASSIGNMENT} --exchange")
+
+    source = nbformat.read(
+        course_support.COURSE_SOURCE / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4
+    )
+    reference = course_support.reference_answers(source)
+    students = {name: hub.start_server(name) for name in ("student1", "student2", "student3")}
+
+    for student in students.values():
+        # Students get the assignment list and Validate, not the formgrader.
+        with pytest.raises(Exception, match="404"):
+            student.get("formgrader/api/assignments")
+        assert [a["status"] for a in student.assignments()] == ["released"]
+        student.assignment_action("fetch", ASSIGNMENT)
+        assert [a["status"] for a in student.assignments()] == ["fetched"]
+    path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+
+    # student1 submits the blank release first, then the reference answers: the later counts.
+    student1, student2 = students["student1"], students["student2"]
+    student1.assignment_action("submit", ASSIGNMENT)
+    time.sleep(1.1)  # nbgrader's timestamps have one-second folders
+    write_answers(student1, reference)
+    validation = student1.validate(path)
+    assert validation["success"] and "failed" not in validation["value"], validation
+    student1.assignment_action("submit", ASSIGNMENT)
+    # student2 hands in the blank release (Validate says what fails); student3 never submits.
+    validation = student2.validate(path)
+    assert validation["success"] and validation["value"].get("failed"), validation
+    student2.assignment_action("submit", ASSIGNMENT)
+
+    # A student's kernel that dies leaves the server working.
+    died = student2.run("import os; os.kill(os.getpid(), 9)", seconds=60)
+    assert died.died, died
+    assert student2.run("print(6 * 7)").output.strip() == "42"
+
+    # The instructor collects from the exchange, grades in the sandbox, releases feedback.
+    output = run_as_instructor(instructor, f"{python} collect {ASSIGNMENT} --exchange")
+    assert "collected 2 submissions: student1, student2" in output, output
+    output = run_as_instructor(instructor, f"{python} grade {ASSIGNMENT} --jobs 2")
+    rows = {line.split()[0]: line.split() for line in output.splitlines() if line.strip()}
+    assert rows["student1"][1:3] == ["25", "25"], output
+    assert rows["student2"][1] == "0", output
+    assert "student3" not in rows
+    run_as_instructor(instructor, f"cd {course} && nbgrader release_feedback {ASSIGNMENT}")
+
+    # Each student fetches their own feedback, and only their own.
+    scores = {}
+    for name, student in students.items():
+        student.assignment_action("fetch_feedback", ASSIGNMENT)
+        listing = student.get(f"api/contents/{ASSIGNMENT}")
+        folders = [item["name"] for item in listing["content"] if item["type"] == "directory"]
+        if name == "student3":
+            assert "feedback" not in folders
+            continue
+        feedback = student.get(f"api/contents/{ASSIGNMENT}/feedback")["content"]
+        assert len(feedback) == 1  # one timestamp: the submission that counted
+        html = student.get(
+            f"api/contents/{ASSIGNMENT}/feedback/{quote(feedback[0]['name'])}/{ASSIGNMENT}.html"
+            "?content=1&format=text&type=file"
+        )["content"]
+        scores[name] = "Score: 25.0 / 25.0" in html or "25.0 / 25.0" in html
+    assert scores == {"student1": True, "student2": False}
+
+    # Isolation: student2's kernel tries to read what is not theirs.
+    code = ISOLATION.format(
+        state=str(state), assignment=ASSIGNMENT,
+        grader=str(REPO_ROOT / "solutions" / ASSIGNMENT / "grade.py"),
+        source=str(REPO_ROOT / "course" / "notebooks" / f"{ASSIGNMENT}.py"),
+    )  # fmt: skip
+    attempts = student2.run(code)
+    assert attempts.error is None, attempts
+    lines = attempts.output.strip().splitlines()
+    assert len(lines) == 10 and all(line.startswith("refused") for line in lines), lines
+
+
+# --- Kubernetes, on paper -------------------------------------------------------------------------
+
+KUBERNETES = REPO_ROOT / "deploy" / "kubernetes"
+
+
+def test_kubernetes_files_parse_and_name_what_exists() -> None:
+    import re
+
+    import yaml
+
+    from solutions.instructor.cli import build_parser, cmd_execute
+
+    values = yaml.safe_load((KUBERNETES / "values.yaml").read_text())
+    job = yaml.safe_load((KUBERNETES / "grading-job.yaml").read_text())
+    # The hub's extra configuration is Python that compiles; the students' files say what
+    # deploy/jupyterhub/student/ says (the exchange is where the volume is mounted).
+    for name, code in values["hub"]["extraConfig"].items():
+        compile(code, name, "exec")
+    files = values["singleuser"]["extraFiles"]
+    for key, relative in (("student-server", "jupyter_server_config.json"),
+                          ("student-lab", "labconfig/page_config.json")):  # fmt: skip
+        assert files[key]["data"] == json.loads((HUB_CONFIG / "student" / relative).read_text())
+    exchange = values["singleuser"]["storage"]["extraVolumeMounts"][0]["mountPath"]
+    assert files["student-nbgrader"]["data"]["Exchange"]["root"] == exchange
+    # The Job runs `python -m solutions ... execute`, which the CLI accepts as written.
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    command = [word.replace("ASSIGNMENT", "graph_construction").replace("STUDENT", "ada")
+               for word in container["command"]]  # fmt: skip
+    assert command[:3] == ["python", "-m", "solutions"]
+    args = build_parser().parse_args(command[3:])
+    assert args.handler is cmd_execute and args.student == ["ada"] and args.results
+    assert (REPO_ROOT / "solutions" / "__main__.py").is_file()
+    # Every repository path the two files name exists.
+    text = (KUBERNETES / "values.yaml").read_text() + (KUBERNETES / "grading-job.yaml").read_text()
+    named = set(re.findall(r"(?<![\w/])((?:deploy|solutions|course|tests)/[\w./-]*\w)", text))
+    assert named, "the files name no repository path"
+    for path in named:
+        assert (REPO_ROOT / path).exists(), path
