@@ -331,61 +331,20 @@ def _make_legacy(torch_type: Any, args: tuple, kwargs: dict) -> Tensor:
     return Tensor._make(torch_type(*(_plain(a) for a in args), **kwargs))
 
 
-class FloatTensor(metaclass=LegacyTensorType):
-    """float32 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.float32
-
-
-class DoubleTensor(metaclass=LegacyTensorType):
-    """float64 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.float64
+def _legacy_type(name: str) -> LegacyTensorType:
+    """The legacy constructor `name` (e.g. "FloatTensor"), for the dtype of `torch.<name>`."""
+    dtype = getattr(torch, name).dtype
+    doc = f"{str(dtype).removeprefix('torch.')} tensors on the CPU (see LegacyTensorType)."
+    return LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": __name__})
 
 
-class HalfTensor(metaclass=LegacyTensorType):
-    """float16 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.float16
-
-
-class BFloat16Tensor(metaclass=LegacyTensorType):
-    """bfloat16 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.bfloat16
-
-
-class LongTensor(metaclass=LegacyTensorType):
-    """int64 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.int64
-
-
-class IntTensor(metaclass=LegacyTensorType):
-    """int32 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.int32
-
-
-class ShortTensor(metaclass=LegacyTensorType):
-    """int16 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.int16
-
-
-class CharTensor(metaclass=LegacyTensorType):
-    """int8 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.int8
-
-
-class ByteTensor(metaclass=LegacyTensorType):
-    """uint8 tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.uint8
-
-
-class BoolTensor(metaclass=LegacyTensorType):
-    """bool tensors on the CPU (see LegacyTensorType)."""
-
-    dtype = torch.bool
+FloatTensor = _legacy_type("FloatTensor")
+DoubleTensor = _legacy_type("DoubleTensor")
+HalfTensor = _legacy_type("HalfTensor")
+BFloat16Tensor = _legacy_type("BFloat16Tensor")
+LongTensor = _legacy_type("LongTensor")
+IntTensor = _legacy_type("IntTensor")
+ShortTensor = _legacy_type("ShortTensor")
+CharTensor = _legacy_type("CharTensor")
+ByteTensor = _legacy_type("ByteTensor")
+BoolTensor = _legacy_type("BoolTensor")

@@ -166,12 +166,7 @@ class Module:
         (zeros for a tensor that does not require grad while another does). A returned tuple of
         the same length replaces `grad_input`. If no input requires grad, the hook runs when
         the output gradients are known, with `grad_input` all None (and a warning)."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError(
-                "Cannot use both regular backward hooks and full backward hooks on a single "
-                "Module. Please use only one of them."
-            )
-        self._is_full_backward_hook = True
+        self._set_backward_hook_kind(full=True)
         return self._add_hook(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(
@@ -181,13 +176,17 @@ class Module:
         grad_output)` is registered on the grad_fn of the module's (first) output, so it sees
         that one node's gradients, which are the module's only when forward is a single op.
         PyTorch's FutureWarnings say when they are not."""
-        if self._is_full_backward_hook is True:
+        self._set_backward_hook_kind(full=False)
+        return self._add_hook(self._backward_hooks, hook, False)
+
+    def _set_backward_hook_kind(self, full: bool) -> None:
+        """A module's backward hooks are all full ones or all deprecated ones, as in PyTorch."""
+        if self._is_full_backward_hook is (not full):
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks on a single "
                 "Module. Please use only one of them."
             )
-        self._is_full_backward_hook = False
-        return self._add_hook(self._backward_hooks, hook, False)
+        self._is_full_backward_hook = full
 
     def _register_old_backward_hooks(self, args: tuple, output: Any) -> None:
         """`register_backward_hook`: put the hooks on the grad_fn of the first output tensor."""
