@@ -1,13 +1,18 @@
 """Where the memory goes: exact byte counts of minitorch storage, peaks, and what a graph keeps.
 
-Every figure counts *storages* (the torch tensors minitorch uses as n-d arrays), each once, even
+Most figures count *storages* (the torch tensors minitorch uses as n-d arrays), each once, even
 when several tensors (views, `detach()` aliases, parameters and their transposes) share one.
+The graph's nodes are memory too, Python objects outside every storage: `node_bytes` counts them.
 
 - `memory_allocated(device=None)`: bytes of all storages that live minitorch tensors use now.
 - `memory_stats()`: the same per device; on CUDA also `torch.cuda.memory_allocated()`.
 - `storage_bytes(tensors)`: bytes of the distinct storages behind the given tensors.
 - `saved_bytes(t, include_parameters=False)`: bytes the graph behind `t` keeps alive through
   tensors saved for backward.
+- `graph_bytes(t)`: bytes of the Python objects that make up the nodes of the graph behind `t`
+  (each node, its edges, shapes and saved-tensor records); `node_bytes(live_nodes())` is the
+  same for every node alive. A graph that backward has freed still costs this much while
+  something references it: the `total += loss` leak grows here, not in the storages.
 - `track(timeline=False)`: a context manager measuring the peak inside a block, optionally with a
   timeline of every allocation and release; `plot_timeline()` draws it.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import types
 import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,7 +36,7 @@ import torch
 
 from minitorch.autograd import engine as _engine_module
 from minitorch.autograd import function as _function_module
-from minitorch.autograd.function import AccumulateGrad, Node
+from minitorch.autograd.function import AccumulateGrad, Node, SavedTensor
 from minitorch.autograd.graph import saved_tensors
 from minitorch.tensor import Tensor
 
@@ -43,10 +49,13 @@ if TYPE_CHECKING:
 __all__ = [
     "MemoryTracker",
     "Sample",
+    "graph_bytes",
     "graph_nodes",
+    "live_nodes",
     "live_tensors",
     "memory_allocated",
     "memory_stats",
+    "node_bytes",
     "plot_timeline",
     "saved_bytes",
     "storage_bytes",
@@ -174,6 +183,106 @@ def saved_bytes(t: Any, include_parameters: bool = False) -> int:
                     parameters.add(key)
                 saved[key] = nbytes
     return sum(n for key, n in saved.items() if include_parameters or key not in parameters)
+
+
+# ----------------------------------------------------------------------------------------------
+# What the nodes themselves cost
+# ----------------------------------------------------------------------------------------------
+# NOTE [Node memory]
+#   A node is a Python object: its attributes hold its edges (`next_functions`), the shapes and
+#   dtypes of its inputs and outputs, its sequence number and its saved-tensor records. None of
+#   that is a storage, so `memory_allocated` never sees it, yet it lives as long as the graph is
+#   referenced, also after backward freed the saved tensors. `node_bytes` adds up, for each
+#   node, `sys.getsizeof(node)`, one 8-byte pointer per attribute (Python shares the attribute
+#   names among the nodes of a class), and `sys.getsizeof` of every object the node owns, each
+#   object once. It leaves out what a node only points to: other nodes (counted as themselves),
+#   tensors (their storages are counted by `saved_bytes` and `memory_allocated`) and objects the
+#   whole process shares (types, functions, dtypes, strings, None, booleans, small integers).
+#   The attributes are read with `gc.get_referents`, not `vars()`, which would make Python 3.11+
+#   build a dict for every node it measures (some 60 bytes more each). tests/test_memory.py
+#   checks the count against `tracemalloc`, which sees every allocation Python makes: on graphs
+#   whose saved tensors are freed the count is a few percent lower (allocator rounding, the
+#   header of each node's attribute table, the dict of a node whose `__dict__` was read).
+_SHARED = (
+    Node,
+    Tensor,
+    torch.Tensor,
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    torch.dtype,
+    str,
+    bool,
+    type(None),
+)
+_CONTAINERS = (tuple, list, set, frozenset)  # torch.Size is a tuple
+
+
+def live_nodes() -> list[Node]:
+    """Every graph node that exists now: nodes of graphs something still references (a loss, a
+    running total), and nodes only kept by reference cycles the garbage collector has not freed."""
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), Node)]
+
+
+def node_bytes(nodes: Iterable[Node]) -> int:
+    """Bytes of the Python objects that make up `nodes`: each node object, its attributes, and
+    the tuples, shapes, devices and saved-tensor records it owns, each object counted once.
+    Tensors are not included (their storages are what `saved_bytes` and `memory_allocated`
+    count). NOTE [Node memory]."""
+    seen: set[int] = set()
+    total = 0
+    for node in nodes:
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        values = _attribute_values(node)
+        total += sys.getsizeof(node) + 8 * len(values)
+        for value in values:
+            total += _owned_bytes(value, seen)
+    return total
+
+
+def _attribute_values(node: Node) -> list[Any]:
+    """The values of a node's instance attributes, read without building its `__dict__`: the
+    garbage collector's referents of a node are its attribute values and its class, or its
+    class and its `__dict__` when Python has built one."""
+    cls = type(node)
+    values = [r for r in gc.get_referents(node) if r is not cls]
+    if len(values) == 1 and type(values[0]) is dict and values[0] is node.__dict__:
+        return list(values[0].values())
+    return values
+
+
+def _owned_bytes(root: Any, seen: set[int]) -> int:
+    """Bytes of `root` and of the objects it holds, leaving out shared objects and those in
+    `seen` (which this adds to)."""
+    total = 0
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SHARED):
+            continue
+        if type(obj) is int and -5 <= obj <= 256:  # CPython's cached small integers
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, _CONTAINERS):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, SavedTensor):
+            stack.extend(getattr(obj, name) for name in SavedTensor.__slots__)
+    return total
+
+
+def graph_bytes(t: Any) -> int:
+    """Bytes of the nodes of the graph behind `t` (a tensor, a node, or a list of them):
+    `node_bytes(graph_nodes(t))`. Unlike `saved_bytes`, this does not fall to 0 after backward:
+    the nodes live as long as something references the graph's output."""
+    return node_bytes(graph_nodes(t))
 
 
 # ----------------------------------------------------------------------------------------------

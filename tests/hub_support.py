@@ -1,28 +1,38 @@
 """Drive a running `python -m solutions hub` as its users would: the Hub REST API (admin token),
 the login form, and each user's server (the contents API, nbgrader's server extension
-endpoints that the assignment list and Validate call, and code run in a kernel).
+endpoints that the assignment list and Validate call, and code run in a kernel). Used by
+tests/test_hub.py, tests/test_hub_browser.py and benchmarks/bench_hub.py.
 
-Only the standard library and tornado (which Jupyter installs) are used.
+Only the standard library, tornado and nbformat (which Jupyter installs) are used.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.cookiejar
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import course_support
+import nbformat
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT = course_support.NOTEBOOK_1
 
 
 class HubError(RuntimeError):
@@ -112,6 +122,38 @@ class Hub:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()
+
+
+def free_port() -> int:
+    """A port whose next two are free too (the hub uses PORT, PORT+1, PORT+2)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port < 65000 and all(_free(port + i) for i in (1, 2)):
+            return port
+    raise RuntimeError("no three free ports in a row")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def scratch_folder() -> Iterator[Path]:
+    """A folder in /tmp that the hub's users can enter (pytest's tmp_path is closed to them),
+    removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="dyngraph-hub-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_hub(state: Path, students: int, port: int, seconds: float = 120) -> Hub:
@@ -244,3 +286,24 @@ class Execution:
     output: str = ""
     error: str | None = None
     died: bool = False
+
+
+def run_as_instructor(instructor: User, command: str) -> str:
+    """Run a shell command in a kernel of the instructor's server (as the instructor, from
+    the repository); its output. AssertionError when the command fails."""
+    code = (
+        "import os, subprocess\n"
+        f"r = subprocess.run({command!r}, shell=True, capture_output=True, text=True,"
+        " cwd=os.environ['DYNGRAPH_REPOSITORY'])\n"
+        "print(r.stdout + r.stderr + f'\\nexit status {r.returncode}')\n"
+    )
+    result = instructor.run(code)
+    assert result.error is None and "exit status 0" in result.output, result.output
+    return result.output
+
+
+def write_answers(student: User, answers: dict[str, str]) -> None:
+    """Replace answer cells of the fetched notebook and save it, as JupyterLab would."""
+    path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    notebook = nbformat.from_dict(student.get_notebook(path))
+    student.put_notebook(path, course_support.with_answers(notebook, answers))

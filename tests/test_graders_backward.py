@@ -18,7 +18,8 @@ from course_notebooks import course_notebook
 import minitorch
 from solutions.backward import grade, judge, reference
 from solutions.backward.wrong_answers import RIGHT_ANSWERS, WRONG_ANSWERS
-from solutions.judging import verdict
+from solutions.grading import FAILURE_KEY
+from solutions.judging import difference, verdict
 
 NB = course_notebook("backward")
 
@@ -49,28 +50,32 @@ def test_specific_mistakes_get_specific_feedback() -> None:
     assert "changed the caller's x" in message(
         "ex5_hessian_vector_product", "x_requires_grad_in_place"
     )
-    assert "times too large" in message("ex6_accumulated_gradients", "missing_divide_by_k")
-    assert "zeroed" in message("ex6_accumulated_gradients", "no_zero_grad")
-    assert "share of the batch" in message("ex6_accumulated_gradients", "divide_by_k")
-    assert "one forward per micro-batch" in message("ex6_accumulated_gradients", "full_batch_once")
+    assert "on x itself" in message("ex6_scale_gradient", "hook_on_x")
+    assert "returns None" in message("ex6_scale_gradient", "hook_returns_nothing")
+    assert "in place" in message("ex6_scale_gradient", "scales_in_place")
+    assert "forward pass must not change" in message("ex6_scale_gradient", "scales_the_value")
+    assert "times too large" in message("ex7_accumulated_gradients", "missing_divide_by_k")
+    assert "zeroed" in message("ex7_accumulated_gradients", "no_zero_grad")
+    assert "share of the batch" in message("ex7_accumulated_gradients", "divide_by_k")
+    assert "one forward per micro-batch" in message("ex7_accumulated_gradients", "full_batch_once")
     assert "run one per micro-batch" in message(
-        "ex6_accumulated_gradients", "one_backward_of_summed_losses"
+        "ex7_accumulated_gradients", "one_backward_of_summed_losses"
     )
-    assert "in-place" in message("ex7_fit_line", "update_without_no_grad")
-    assert "reset the gradients" in message("ex7_fit_line", "no_zero_grad")
-    assert "no leaf" in message("ex7_fit_line", "rebinds_instead_of_updating")
-    assert "float32" in message("ex7_fit_line", "float32_parameters")
-    assert "Python floats" in message("ex7_fit_line", "losses_are_tensors")
+    assert "in-place" in message("ex8_fit_line", "update_without_no_grad")
+    assert "reset the gradients" in message("ex8_fit_line", "no_zero_grad")
+    assert "no leaf" in message("ex8_fit_line", "rebinds_instead_of_updating")
+    assert "float32" in message("ex8_fit_line", "float32_parameters")
+    assert "Python floats" in message("ex8_fit_line", "losses_are_tensors")
 
 
 def test_rebinding_under_no_grad_gets_the_targeted_hint_in_a_short_failure() -> None:
     """Issue 21: `w = w - lr * w.grad` under no_grad makes a new leaf that does not require
     grad. The hidden test names that mistake; the visible test fails in a few lines."""
-    message = NB.wrong_message("ex7_fit_line", "rebinds_under_no_grad")
+    message = NB.wrong_message("ex8_fit_line", "rebinds_under_no_grad")
     assert "does not require grad" in message and "in place" in message
     scope = dict(NB.namespace)
-    exec(_wrong("ex7_fit_line", "rebinds_under_no_grad").source, scope)
-    visible = NB.cell("ex7_fit_line_tests").source.split("### BEGIN HIDDEN TESTS")[0]
+    exec(_wrong("ex8_fit_line", "rebinds_under_no_grad").source, scope)
+    visible = NB.cell("ex8_fit_line_tests").source.split("### BEGIN HIDDEN TESTS")[0]
     with pytest.raises(AssertionError, match="leaves that require grad") as caught:
         exec(visible, scope)
     assert caught.value.__suppress_context__
@@ -80,31 +85,31 @@ def test_rebinding_under_no_grad_gets_the_targeted_hint_in_a_short_failure() -> 
 def test_warnings_never_cost_points() -> None:
     """float() of a tensor that requires grad warns in PyTorch; even with warnings turned into
     errors, the answer keeps full marks."""
-    (right,) = RIGHT_ANSWERS["ex7_fit_line"]
+    (right,) = RIGHT_ANSWERS["ex8_fit_line"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        points, feedback = NB.score("ex7_fit_line", right.source)
-    assert points == NB.points("ex7_fit_line"), feedback
+        points, feedback = NB.score("ex8_fit_line", right.source)
+    assert points == NB.points("ex8_fit_line"), feedback
 
 
 def test_predictions_earn_partial_credit_per_snippet() -> None:
     points, feedback = NB.score(
-        "ex8_predict_second_backward",
-        _wrong("ex8_predict_second_backward", "numbers_are_not_saved").source,
+        "ex9_predict_second_backward",
+        _wrong("ex9_predict_second_backward", "numbers_are_not_saved").source,
     )
     assert points == pytest.approx(1.8) and "'c'" in feedback
     points, feedback = NB.score(
-        "ex8_predict_second_backward",
-        _wrong("ex8_predict_second_backward", "works_for_the_wrong_reason").source,
+        "ex9_predict_second_backward",
+        _wrong("ex9_predict_second_backward", "works_for_the_wrong_reason").source,
     )
     assert points == pytest.approx(1.2) and "wrong about why" in feedback
-    malformed = NB.cell("ex8_predict_second_backward").source.replace(
+    malformed = NB.cell("ex9_predict_second_backward").source.replace(
         '"a": (True, "freed")', '"a": "raises"'
     )
-    points, feedback = NB.score("ex8_predict_second_backward", malformed)
+    points, feedback = NB.score("ex9_predict_second_backward", malformed)
     assert points == pytest.approx(1.8) and "'a' (not a tuple" in feedback
-    missing = NB.cell("ex8_predict_second_backward").source.replace('"j": (True, "freed"),', "")
-    points, feedback = NB.score("ex8_predict_second_backward", missing)
+    missing = NB.cell("ex9_predict_second_backward").source.replace('"j": (True, "freed"),', "")
+    points, feedback = NB.score("ex9_predict_second_backward", missing)
     assert points == pytest.approx(1.8) and "'j' (no prediction)" in feedback
 
 
@@ -183,8 +188,23 @@ def test_random_graphs_have_reuse_and_agree_between_libraries() -> None:
     assert shared >= 6
 
 
+def test_scale_gradient_cases_agree_between_libraries_and_scale_one_path() -> None:
+    """Exercise 6's truth is the reference on PyTorch: minitorch observes the same on every
+    case, and on every case scaling changes x.grad (so a hook without effect loses)."""
+    observed = grade.scale_gradient.observe(reference.scale_gradient)
+    assert FAILURE_KEY not in observed
+    cases = [where for where in observed if where.endswith("(PyTorch)")]
+    assert {observed[where]["kind"] for where in cases} == set(grade.SCALE_GRAPHS)
+    for where in cases:
+        case = observed[where]
+        assert difference(observed[where.replace("PyTorch", "minitorch")], case) is None, where
+        assert difference(case["x.grad"], case["x.grad without scaling"]) is not None, where
+        if case["kind"] != "intermediate":  # x is the leaf: (x * 2.0).sum() gives it 2
+            assert case["x.grad of a later backward through x alone"]["values"] == [2.0] * 3
+
+
 def test_snippet_classification_matches_both_libraries() -> None:
-    """Exercise 8's truth comes from running the snippets: every reason occurs, the two
+    """Exercise 9's truth comes from running the snippets: every reason occurs, the two
     libraries agree, and the reference answer is that truth."""
     found = {}
     for key, (first, second) in reference.SNIPPETS.items():

@@ -1,14 +1,16 @@
 """A class on JupyterHub (deploy/jupyterhub/, `python -m solutions hub`).
 
 The fast tests (default run) read the configuration and check the errors that name a fix.
-The class test (`--hub`, about three minutes on 2 cores) drives a real hub end to end, as its
-users would: the instructor releases notebook 1 to the exchange; students log in, fetch through
-the endpoints of nbgrader's server extension that the assignment list calls, write answers with
-the contents API, validate and submit (one resubmits, one hands in a blank, one never submits);
-the instructor collects and grades with the sandboxed `python -m solutions` in a kernel of their
-own server and releases the feedback; each student fetches their own. A student's kernel then
-tries to read another student's submission, the instructor's course folder, the gradebook, the
-feedback of others and the graders; each attempt fails.
+The class test (`--hub`, a few minutes on 2 cores) drives a real hub end to end, as its users
+would: the instructor releases notebook 1 to the exchange; students log in, fetch through the
+endpoints of nbgrader's server extension that the assignment list calls, write answers with the
+contents API, validate and submit (one resubmits, one hands in a blank, one submits after the
+due date, one never submits); the instructor collects and grades with the sandboxed
+`python -m solutions` in a kernel of their own server and releases the feedback; each student
+fetches their own, the late one with nbgrader's late penalty. A student's kernel then meets its
+limits (address space, processes) and tries to read another student's submission, the
+instructor's course folder, the gradebook, the feedback of others and the graders; each
+attempt fails. tests/test_hub_browser.py does a student's part through the browser.
 
 What changes outside the scratch folder: nothing. The hub runs with `--private`: the accounts
 are made with useradd in a scratch copy of /etc inside a private mount namespace, which ends
@@ -17,6 +19,7 @@ with the hub; the scratch folder (made in /tmp, open to the test's users) is rem
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import os
@@ -24,19 +27,26 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
 import course_support
 import nbformat
 import pytest
-from hub_support import Hub, User, start_hub
+from hub_support import (
+    ASSIGNMENT,
+    Hub,
+    free_port,
+    run_as_instructor,
+    scratch_folder,
+    start_hub,
+    write_answers,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HUB_CONFIG = REPO_ROOT / "deploy" / "jupyterhub"
-ASSIGNMENT = course_support.NOTEBOOK_1
 PROXY = shutil.which("configurable-http-proxy")
 HAVE_JUPYTERHUB = importlib.util.find_spec("jupyterhub") is not None
 
@@ -45,26 +55,6 @@ needs_hub = pytest.mark.skipif(
     reason="needs JupyterHub (pip install -e '.[hub]') and configurable-http-proxy "
     "(npm install -g configurable-http-proxy)",
 )
-
-
-def free_port() -> int:
-    """A port whose next two are free too (the hub uses PORT, PORT+1, PORT+2)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port < 65000 and all(_free(port + i) for i in (1, 2)):
-            return port
-    raise RuntimeError("no three free ports in a row")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def hub_command(
@@ -79,28 +69,38 @@ def hub_command(
 # --- the configuration, read without running anything --------------------------------------------
 
 
+def hub_config(state: Path):
+    """deploy/jupyterhub/jupyterhub_config.py as JupyterHub reads it for `state`."""
+    from traitlets.config import PyFileConfigLoader
+
+    os.environ["DYNGRAPH_HUB_STATE"] = str(state)
+    try:
+        return PyFileConfigLoader("jupyterhub_config.py", path=str(HUB_CONFIG)).load_config()
+    finally:
+        del os.environ["DYNGRAPH_HUB_STATE"]
+
+
 @needs_hub
 def test_hub_config_loads_with_roles_and_test_login(tmp_path: Path) -> None:
     from jupyterhub.spawner import LocalProcessSpawner
-    from traitlets.config import PyFileConfigLoader
 
     (tmp_path / "hub").mkdir()
     accounts = {"instructor": {"password": "a", "role": "instructor"},
                 "student1": {"password": "b", "role": "student"}}  # fmt: skip
     (tmp_path / "hub" / "accounts.json").write_text(json.dumps({"users": accounts}))
     (tmp_path / "hub" / "admin-token").write_text("secret\n")
-    os.environ["DYNGRAPH_HUB_STATE"] = str(tmp_path)
-    try:
-        loader = PyFileConfigLoader("jupyterhub_config.py", path=str(HUB_CONFIG))
-        config = loader.load_config()
-    finally:
-        del os.environ["DYNGRAPH_HUB_STATE"]
+    config = hub_config(tmp_path)
     spawner = config.JupyterHub.spawner_class
     assert issubclass(spawner, LocalProcessSpawner)
     assert config.RoleSpawner.instructors == {"instructor"}
     assert config.Authenticator.allowed_users == {"instructor", "student1"}
     assert config.JupyterHub.services[0]["api_token"] == "secret"
     assert config.Spawner.cmd[1:] == ["-m", "jupyterhub.singleuser"]
+    # Students' limits are the ones LocalProcessSpawner can enforce (rlimits, set before the
+    # server becomes the student); mem_limit/cpu_limit, which it would only pass on, are unset.
+    assert config.RoleSpawner.student_address_space >= 2**30
+    assert config.RoleSpawner.student_processes >= 128
+    assert "mem_limit" not in config.Spawner and "cpu_limit" not in config.Spawner
 
 
 def test_student_configuration_hides_the_instructor_tools() -> None:
@@ -135,6 +135,11 @@ def test_instructor_configuration_is_the_course_config_with_hub_paths(tmp_path: 
     assert config.Exchange.root == f"{tmp_path}/exchange"
     assert config.CourseDirectory.course_id == "dyngraph"
     assert "solutions.instructor.verdicts.SandboxedAutograde" in (
+        config.Autograde.autograde_preprocessors
+    )
+    # A late submission gets nbgrader's built-in penalty, recorded by AssignLatePenalties.
+    assert config.LateSubmissionPlugin.penalty_method == "zero"
+    assert "nbgrader.preprocessors.AssignLatePenalties" in (
         config.Autograde.autograde_preprocessors
     )
 
@@ -186,31 +191,8 @@ def scratch():
         pytest.skip("the hub test runs as root (it makes a Unix user per student)")
     if not course_support.notebook_1_present():
         pytest.skip("notebook 1 or its graders are missing")
-    folder = Path(tempfile.mkdtemp(prefix="dyngraph-hub-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def run_as_instructor(instructor: User, command: str) -> str:
-    """Run a shell command in a kernel of the instructor's server (as the instructor, from
-    the repository); its output. Fails the test when the command fails."""
-    code = (
-        "import os, subprocess\n"
-        f"r = subprocess.run({command!r}, shell=True, capture_output=True, text=True,"
-        " cwd=os.environ['DYNGRAPH_REPOSITORY'])\n"
-        "print(r.stdout + r.stderr + f'\\nexit status {r.returncode}')\n"
-    )
-    result = instructor.run(code)
-    assert result.error is None and "exit status 0" in result.output, result.output
-    return result.output
-
-
-def write_answers(student: User, answers: dict[str, str]) -> None:
-    """Replace answer cells of the fetched notebook and save it, as JupyterLab would."""
-    path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    notebook = nbformat.from_dict(student.get_notebook(path))
-    student.put_notebook(path, course_support.with_answers(notebook, answers))
+    with scratch_folder() as folder:
+        yield folder
 
 
 ISOLATION = """
@@ -237,12 +219,34 @@ for what, attempt in attempts.items():
 """
 
 
+LIMITS = """
+import os, resource
+import minitorch
+minitorch.randn(64, 64).matmul(minitorch.randn(64, 64)).sum()
+print(resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_NPROC)[0])
+try:
+    too_much = bytearray({too_much})
+    print("allocated")
+except MemoryError:
+    print("MemoryError")
+peak = [line for line in open("/proc/self/status") if line.startswith("VmPeak")][0]
+tasks = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.stat("/proc/" + pid).st_uid == os.getuid():
+            tasks += len(os.listdir("/proc/" + pid + "/task"))
+    except OSError:
+        pass
+print(peak.split()[1], tasks)
+"""
+
+
 @needs_hub
 @pytest.mark.hub
 def test_a_class_through_the_hub(scratch: Path) -> None:
     started = time.monotonic()
     state = scratch / "state"
-    hub = start_hub(state, students=3, port=free_port())
+    hub = start_hub(state, students=4, port=free_port())
     try:
         run_class(hub, state)
     except BaseException:
@@ -253,7 +257,7 @@ def test_a_class_through_the_hub(scratch: Path) -> None:
     print(f"class through the hub: {time.monotonic() - started:.0f} s")
 
     # Ctrl-C kept the state: the next start has the same accounts, exchange and gradebook.
-    again = start_hub(state, students=3, port=free_port())
+    again = start_hub(state, students=4, port=free_port())
     try:
         assert again.passwords == hub.passwords
         assert again.login("student1", hub.passwords["student1"])
@@ -265,7 +269,8 @@ def test_a_class_through_the_hub(scratch: Path) -> None:
 
 def run_class(hub: Hub, state: Path) -> None:
     passwords = hub.passwords
-    assert set(passwords) == {"instructor", "student1", "student2", "student3"}
+    names = ["student1", "student2", "student3", "student4"]
+    assert set(passwords) == {"instructor", *names}
     assert hub.login("student1", passwords["student1"])
     assert not hub.login("student1", passwords["student2"])
 
@@ -280,7 +285,7 @@ def run_class(hub: Hub, state: Path) -> None:
         course_support.COURSE_SOURCE / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4
     )
     reference = course_support.reference_answers(source)
-    students = {name: hub.start_server(name) for name in ("student1", "student2", "student3")}
+    students = {name: hub.start_server(name) for name in names}
 
     for student in students.values():
         # Students get the assignment list and Validate, not the formgrader.
@@ -292,14 +297,16 @@ def run_class(hub: Hub, state: Path) -> None:
     path = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 
     # student1 submits the blank release first, then the reference answers: the later counts.
-    student1, student2 = students["student1"], students["student2"]
+    student1, student2, student4 = students["student1"], students["student2"], students["student4"]
     student1.assignment_action("submit", ASSIGNMENT)
     time.sleep(1.1)  # nbgrader's timestamps have one-second folders
     write_answers(student1, reference)
     validation = student1.validate(path)
     assert validation["success"] and "failed" not in validation["value"], validation
     student1.assignment_action("submit", ASSIGNMENT)
-    # student2 hands in the blank release (Validate says what fails); student3 never submits.
+    # student2 hands in the blank release (Validate says what fails: each visible test's
+    # "not written yet" line goes to stderr, which nbgrader counts as a failure); student3
+    # never submits.
     validation = student2.validate(path)
     assert validation["success"] and validation["value"].get("failed"), validation
     student2.assignment_action("submit", ASSIGNMENT)
@@ -309,14 +316,45 @@ def run_class(hub: Hub, state: Path) -> None:
     assert died.died, died
     assert student2.run("print(6 * 7)").output.strip() == "42"
 
+    # The due date passes: the instructor sets it to now, in the gradebook. (A class sets it
+    # before the release; nbgrader compares it with each submission's timestamp only when
+    # grading, so setting it here puts it between the submissions above and the next one.)
+    due = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    run_as_instructor(
+        instructor, f"cd {course} && nbgrader db assignment add {ASSIGNMENT} --duedate='{due}'"
+    )
+    # student4 submits the reference answers after the due date.
+    write_answers(student4, reference)
+    student4.assignment_action("submit", ASSIGNMENT)
+
     # The instructor collects from the exchange, grades in the sandbox, releases feedback.
     output = run_as_instructor(instructor, f"{python} collect {ASSIGNMENT} --exchange")
-    assert "collected 2 submissions: student1, student2" in output, output
+    assert "collected 3 submissions: student1, student2, student4" in output, output
     output = run_as_instructor(instructor, f"{python} grade {ASSIGNMENT} --jobs 2")
+    print(output)
     rows = {line.split()[0]: line.split() for line in output.splitlines() if line.strip()}
     assert rows["student1"][1:3] == ["25", "25"], output
     assert rows["student2"][1] == "0", output
-    assert "student3" not in rows
+    assert "student4" in rows and "student3" not in rows
+    # nbgrader's late penalty, as its grades export shows it: the late notebook scores 0.
+    with open(course / "grades.csv", newline="") as handle:
+        grades = {row["student_id"]: row for row in csv.DictReader(handle)}
+    late, on_time = grades["student4"], grades["student1"]
+    assert datetime.fromisoformat(late["timestamp"]) > datetime.fromisoformat(late["duedate"])
+    penalty = (late["raw_score"], late["late_submission_penalty"], late["score"])
+    assert penalty == ("25.0", "25.0", "0.0"), (
+        f"the late submission scored {penalty} (raw, penalty, score): `python -m solutions "
+        "grade` must read the course folder's nbgrader_config.py (LateSubmissionPlugin)"
+    )
+    assert datetime.fromisoformat(on_time["timestamp"]) < datetime.fromisoformat(on_time["duedate"])
+    assert (on_time["raw_score"], on_time["late_submission_penalty"], on_time["score"]) == (
+        "25.0",
+        "0.0",
+        "25.0",
+    ), on_time
+    # Our table shows the score after the penalty, and flags the late submission.
+    assert rows["student4"][1] == "0" and "late" in rows["student4"][3:], output
+    assert rows["student1"][3:] == ["-"], output
     run_as_instructor(instructor, f"cd {course} && nbgrader release_feedback {ASSIGNMENT}")
 
     # Each student fetches their own feedback, and only their own.
@@ -334,8 +372,26 @@ def run_class(hub: Hub, state: Path) -> None:
             f"api/contents/{ASSIGNMENT}/feedback/{quote(feedback[0]['name'])}/{ASSIGNMENT}.html"
             "?content=1&format=text&type=file"
         )["content"]
-        scores[name] = "Score: 25.0 / 25.0" in html or "25.0 / 25.0" in html
-    assert scores == {"student1": True, "student2": False}
+        score = "(Score: 25.0 / 25.0)" if "(Score: 25.0 / 25.0)" in html else "lower"
+        scores[name] = (score, "Late submission penalty (Score: -25.0)" in html)
+    assert scores == {
+        "student1": ("(Score: 25.0 / 25.0)", False),
+        "student2": ("lower", False),
+        "student4": ("lower", True),
+    }, scores
+
+    # Limits: every process of a student has the configured address space and process caps;
+    # an allocation past the cap fails in the kernel that made it.
+    spawner = hub_config(state).RoleSpawner
+    code = LIMITS.format(too_much=spawner.student_address_space + 2**30)
+    limits = students["student3"].run(code)
+    assert limits.error is None, limits
+    caps, allocation, usage = limits.output.strip().splitlines()
+    assert caps.split() == [str(spawner.student_address_space), str(spawner.student_processes)]
+    assert allocation == "MemoryError"
+    peak_kib, tasks = map(int, usage.split())
+    print(f"a student's kernel after minitorch: VmPeak {peak_kib / 2**20:.2f} GiB; "
+          f"the student's processes and threads: {tasks}")  # fmt: skip
 
     # Isolation: student2's kernel tries to read what is not theirs.
     code = ISOLATION.format(

@@ -3,12 +3,14 @@
 Each test measures a baseline (after a garbage collection, so that leftovers of earlier tests do
 not disappear in the middle), creates tensors of known sizes, and compares the figures with the
 sizes it knows. `saved_bytes` is also compared with what PyTorch's own saved-tensor hooks see for
-the same program.
+the same program. Node memory (`graph_bytes`, `node_bytes`), which no storage figure sees, is
+compared with what `tracemalloc` measures of the same graphs.
 """
 
 from __future__ import annotations
 
 import gc
+import tracemalloc
 
 import pytest
 import torch
@@ -152,6 +154,118 @@ def test_accumulating_the_loss_tensor_keeps_every_graph(keep_graph):
     else:
         assert growth == [0, 0, 0] and used[-1] == 0
     del total
+
+
+def add_chain(n: int) -> minitorch.Tensor:
+    """A graph of n + 2 nodes: AccumulateGrad, Mul, then n identical AddBackward0 nodes. Every
+    intermediate result dies: only the nodes stay, and they save nothing."""
+    w = minitorch.randn(4, dtype=torch.float64, requires_grad=True)
+    h = w * 1.0
+    for _ in range(n):
+        h = h + 1.0
+    return h
+
+
+def test_graph_bytes_are_bytes_per_node_times_nodes():
+    graphs = [add_chain(n) for n in (100, 200, 300)]
+    assert [len(memory.graph_nodes(g)) for g in graphs] == [102, 202, 302]
+    sizes = [memory.graph_bytes(g) for g in graphs]
+    per_node = (sizes[1] - sizes[0]) / 100
+    assert sizes[2] - sizes[1] == sizes[1] - sizes[0], "identical nodes cost the same"
+    assert 300 < per_node < 3000, f"{per_node} bytes per AddBackward0 node"
+    assert memory.graph_bytes(graphs[0].detach()) == 0, "a tensor without a graph"
+    assert memory.node_bytes(memory.graph_nodes(graphs[1]) * 2) == sizes[1], "each node once"
+
+
+def traced_growth_and_count(build):
+    """What tracemalloc sees allocated by `build()` and still alive, and `graph_bytes` of what
+    `build` returned (counted inside the traced window: reading a node's `__dict__` may create
+    it, NOTE [Node memory])."""
+    build()  # warm up: caches and first-time allocations are not the graph's
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        out = build()
+        counted = memory.graph_bytes(out)
+        gc.collect()
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    return growth, counted
+
+
+def backwarded_mlp_steps(n: int):
+    """n training steps summed with `total += loss`: the saved tensors are freed by each
+    backward, the nodes of every step stay reachable from the total."""
+    gen = torch.Generator().manual_seed(1)
+    w1, w2 = (
+        minitorch.tensor(torch.randn(*s, generator=gen).tolist(), dtype=torch.float64)
+        for s in [(16, 8), (1, 16)]
+    )
+    w1.requires_grad_()
+    w2.requires_grad_()
+    x = minitorch.randn(32, 8, dtype=torch.float64)
+
+    def build():
+        total = 0.0
+        for _ in range(n):
+            loss = ((x @ w1.t()).tanh() @ w2.t()).pow(2).mean()
+            loss.backward()
+            total += loss
+        return total
+
+    return build
+
+
+@pytest.mark.parametrize(
+    "build", [lambda: add_chain(2000), backwarded_mlp_steps(300)], ids=["adds", "mlp-steps"]
+)
+def test_graph_bytes_agree_with_tracemalloc(build):
+    growth, counted = traced_growth_and_count(build)
+    assert 0.85 * growth <= counted <= 1.05 * growth, (
+        f"graph_bytes {counted}, tracemalloc saw {growth} bytes allocated"
+    )
+
+
+@pytest.mark.parametrize("keep_graph", [True, False], ids=["total+=loss", "loss.item()"])
+def test_running_loss_total_leaks_nodes_not_storage(keep_graph):
+    """The issue's loop: backward frees each step's saved tensors, so the storages grow by
+    nothing, while `total += loss` keeps every step's nodes: linear growth in node memory."""
+    w = minitorch.randn(64, dtype=torch.float64, requires_grad=True)
+    x = minitorch.randn(64, dtype=torch.float64)
+    total = 0.0
+    storages, nodes = [], []
+    for _ in range(5):
+        w.grad = None
+        loss = ((w * x).tanh() ** 2).sum()
+        loss.backward()
+        total += loss if keep_graph else loss.item()
+        del loss
+        gc.collect()
+        storages.append(memory.memory_allocated())
+        nodes.append(memory.node_bytes(memory.live_nodes()))
+    assert [b - a for a, b in zip(storages, storages[1:])] == [0, 0, 0, 0]
+    growth = [b - a for a, b in zip(nodes, nodes[1:])]
+    if keep_graph:
+        assert growth[0] > 0 and growth == [growth[0]] * 4, f"node bytes per step: {growth}"
+        assert 4 * growth[0] < memory.graph_bytes(total) < 6 * growth[0], "5 steps' nodes"
+    else:
+        assert growth == [0, 0, 0, 0]
+    del total
+    w.grad = None
+
+
+def test_live_nodes_are_the_nodes_of_referenced_graphs():
+    gc.collect()
+    before = {id(n) for n in memory.live_nodes()}
+    out = add_chain(10)
+    nodes = memory.graph_nodes(out)
+    alive = {id(n) for n in memory.live_nodes()}
+    assert {id(n) for n in nodes} <= alive and len(alive - before) == len(nodes) == 12
+    del out, nodes
+    gc.collect()
+    assert {id(n) for n in memory.live_nodes()} <= before
 
 
 def test_tracker_peak_is_exact():

@@ -28,15 +28,18 @@
 # - write a backward engine that gives PyTorch's gradients on PyTorch and minitorch graphs;
 # - explain gradient **accumulation** in leaves, and how **broadcasting** shows up in
 #   backward;
-# - use vector-Jacobian products (`gradient=`), `retain_graph`, `create_graph` and hooks;
+# - use vector-Jacobian products (`gradient=`), `retain_graph` and `create_graph`;
+# - change the gradient along one path of the graph with a hook;
 # - accumulate gradients over micro-batches and write a training loop by hand.
 #
 # Everything runs on **PyTorch** and on **minitorch**, this course's from-scratch autograd
 # library. Your code must work on both.
 #
-# There are **8 graded exercises (25 points)**. Each has visible tests you can run (plain
+# There are **9 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+# "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
+# line and lets the rest of the notebook run.
 
 # %%
 import math
@@ -45,8 +48,10 @@ from collections import deque
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import display
 
 import minitorch
+from minitorch.notebook import exercise
 
 minitorch.manual_seed(0)  # seeds torch's generator too: minitorch draws from it
 
@@ -67,9 +72,11 @@ ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 # (a single tensor when there is one input). Here we call the three nodes by hand, under
 # `no_grad` so that computing gradients records nothing, and compare with `backward()`:
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def chain_rule(lib):
+    """The gradient of sum(sin(exp(x))) from the three nodes called by hand, and from backward()."""
     x = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
     a = x.exp()
     s = a.sin()
@@ -79,10 +86,13 @@ for lib in (torch, minitorch):
         grad_a = s.grad_fn(grad_s)  # SinBackward0: times cos(a)
         grad_x = a.grad_fn(grad_a)  # ExpBackward0: times exp(x)
     out.backward()
-    print(f"{lib.__name__:>9} by hand:   ", [round(v, 6) for v in grad_x.tolist()])
-    print(f"{lib.__name__:>9} backward():", [round(v, 6) for v in x.grad.tolist()])
+    print("by hand:   ", [round(v, 5) for v in grad_x.tolist()])
+    print("backward():", [round(v, 5) for v in x.grad.tolist()])
+
+
+minitorch.viz.compare(chain_rule, (torch, minitorch))
 by_hand = [math.cos(math.exp(v)) * math.exp(v) for v in (0.5, 1.0, 2.0)]
-print("  cos(e^x) e^x:      ", [round(v, 6) for v in by_hand])
+print("cos(e^x) e^x:", [round(v, 5) for v in by_hand])
 
 
 # %% [markdown]
@@ -103,6 +113,30 @@ def chain_example(lib):
 minitorch.viz.show_side_by_side(torch_out, minitorch_out, {"x": (tx, mx)})
 
 # %% [markdown]
+# Here is the whole flow for `out = (x * w + sin(x)).sum()` with scalars `x = 0.5` and
+# `w = 2`, drawn by `minitorch.viz.gradient_flow`. The arrows now point the way gradients
+# flow: from the output down to the leaves. Each box shows the value the forward pass
+# computed and the gradient of `out` with respect to it; each red label is the gradient a
+# node passes to that input. `x` is used twice, so two arrows reach it: `x.grad` is the
+# **sum** of the two gradients, $w + \cos x$.
+
+
+# %%
+def flow_example(lib):
+    """The gradient-flow picture of out = (x * w + sin(x)).sum() on scalars."""
+    x = lib.tensor(0.5, dtype=lib.float64, requires_grad=True)
+    w = lib.tensor(2.0, dtype=lib.float64, requires_grad=True)
+    xw, sin_x = x * w, x.sin()
+    h = xw + sin_x
+    names = {"x": x, "w": w, "x * w": xw, "sin(x)": sin_x, "h": h}
+    return minitorch.viz.gradient_flow(h.sum(), names)
+
+
+pictures = {lib: flow_example(lib) for lib in (torch, minitorch)}
+assert pictures[torch].source == pictures[minitorch].source  # the same numbers in both
+pictures[minitorch]
+
+# %% [markdown]
 # ## 2. A value used twice: why the order matters
 #
 # In `a = x * 2; out = a * a + a.exp().sin()` the value `a` is used by two consumers,
@@ -110,9 +144,11 @@ minitorch.viz.show_side_by_side(torch_out, minitorch_out, {"x": (tx, mx)})
 # each, and it may only run once **both** have arrived: the gradient of `out` with
 # respect to `a` is their **sum** (one term per path from `a` to `out`).
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def two_paths(lib):
+    """The gradient that reaches a along each path, and a.grad after backward()."""
     x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
     a = x * 2
     a.retain_grad()  # keep the gradient of this non-leaf in a.grad
@@ -121,11 +157,12 @@ for lib in (torch, minitorch):
     (from_square,) = lib.autograd.grad(square.sum(), a, retain_graph=True)
     (from_other,) = lib.autograd.grad(other.sum(), a, retain_graph=True)
     out.backward()
-    print(
-        f"{lib.__name__:>9}: via a * a {[round(v, 4) for v in from_square.tolist()]}"
-        f" + via sin(exp(a)) {[round(v, 4) for v in from_other.tolist()]}"
-        f" = a.grad {[round(v, 4) for v in a.grad.tolist()]}"
-    )
+    print("via a * a:       ", [round(v, 4) for v in from_square.tolist()])
+    print("via sin(exp(a)): ", [round(v, 4) for v in from_other.tolist()])
+    print("a.grad (the sum):", [round(v, 4) for v in a.grad.tolist()])
+
+
+minitorch.viz.compare(two_paths, (torch, minitorch))
 
 
 # %%
@@ -162,6 +199,18 @@ def breadth_first(tensor):
 
 out, x = diamond(torch)
 print("breadth-first:", [node.name() for node in breadth_first(out)])
+
+
+# %% [markdown]
+# The same order as a picture (`minitorch.viz.order_dot`): each box shows its step in the
+# breadth-first order. Arrows go from a node to its inputs, the way gradients flow, so an
+# engine must run every arrow's tail before its head. The red arrow is the one that
+# breadth-first order runs the wrong way: `x * 2` (step 5) would run before `ExpBackward0`
+# (step 6) has passed it its gradient.
+
+# %%
+out, x = diamond(minitorch)
+minitorch.viz.order_dot(out, {"breadth-first": breadth_first(out)}, {"x": x})
 
 
 # %% [markdown] nbgrader={"grade_id": "ex1_topological_order_statement", "locked": true}
@@ -233,32 +282,33 @@ def topological_order(tensor):
 
 
 # %% nbgrader={"grade_id": "ex1_topological_order_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    out, x = diamond(lib)
-    order = topological_order(out)
-    name = lib.__name__
-    assert isinstance(order, list), f"{name}: return a list, not {type(order).__name__}"
-    assert len(order) == 7, f"{name}: the diamond has 7 nodes, you listed {len(order)}"
-    assert order[0] is out.grad_fn, f"{name}: the list starts with out.grad_fn"
-    position = {node: i for i, node in enumerate(order)}
-    assert len(position) == 7, f"{name}: a node is listed twice"
-    for node in order:
-        for child, _ in node.next_functions:
-            if child is not None:
-                assert position[child] > position[node], (
-                    f"{name}: {child.name()} comes before its consumer {node.name()}"
-                )
-    assert topological_order(x) == [], f"{name}: a leaf has no nodes"
+with exercise(1):
+    for lib in (torch, minitorch):
+        out, x = diamond(lib)
+        order = topological_order(out)
+        name = lib.__name__
+        assert isinstance(order, list), f"{name}: return a list, not {type(order).__name__}"
+        assert len(order) == 7, f"{name}: the diamond has 7 nodes, you listed {len(order)}"
+        assert order[0] is out.grad_fn, f"{name}: the list starts with out.grad_fn"
+        position = {node: i for i, node in enumerate(order)}
+        assert len(position) == 7, f"{name}: a node is listed twice"
+        for node in order:
+            for child, _ in node.next_functions:
+                if child is not None:
+                    assert position[child] > position[node], (
+                        f"{name}: {child.name()} comes before its consumer {node.name()}"
+                    )
+        assert topological_order(x) == [], f"{name}: a leaf has no nodes"
 
-h = minitorch.tensor([1.0, 2.0], requires_grad=True)
-for _ in range(10_000):
-    h = h * 1.0
-try:
-    count = len(topological_order(h))
-except RecursionError:
-    raise AssertionError("topological_order recursed too deep on 10,000 ops") from None
-assert count == 10_001, f"a chain of 10,000 ops has 10,001 nodes, got {count}"
-print("Visible tests passed.")
+    h = minitorch.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(10_000):
+        h = h * 1.0
+    try:
+        count = len(topological_order(h))
+    except RecursionError:
+        raise AssertionError("topological_order recursed too deep on 10,000 ops") from None
+    assert count == 10_001, f"a chain of 10,000 ops has 10,001 nodes, got {count}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -266,11 +316,29 @@ from solutions.backward import grade
 grade.topological_order(topological_order)
 ### END HIDDEN TESTS
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def print_order(lib):
+    """The diamond's nodes in the order of your topological_order, one a line."""
     out, x = diamond(lib)
-    print(f"{lib.__name__:>9}:", [node.name() for node in topological_order(out)])
+    for node in topological_order(out):
+        print(node.name())
+
+
+with exercise(1):
+    minitorch.viz.compare(print_order, (torch, minitorch))
+
+
+# %% [markdown]
+# Your order next to breadth-first on the diamond's picture. No arrow of yours should be red:
+# a red arrow labelled `topological_order` is one your order runs the wrong way.
+
+# %%
+with exercise(1):
+    out, x = diamond(minitorch)
+    orders = {"breadth-first": breadth_first(out), "topological_order": topological_order(out)}
+    display(minitorch.viz.order_dot(out, orders, {"x": x}))
 
 
 # %% [markdown]
@@ -289,7 +357,7 @@ for lib in (torch, minitorch):
 # otherwise every multiplication inside a node records a graph of its own.
 
 # %% [markdown] nbgrader={"grade_id": "ex2_run_backward_statement", "locked": true}
-# ### Exercise 2 (5 points): your own backward engine
+# ### Exercise 2 (4 points): your own backward engine
 #
 # Write `run_backward(tensor, grad)`, which does what `tensor.backward(grad)` does: for
 # every leaf that requires grad, **add** d(sum(tensor * grad))/d(leaf) to `leaf.grad`
@@ -343,26 +411,27 @@ def run_backward(tensor, grad):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex2_run_backward_tests", "grade": true, "points": 5}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    out, x = diamond(lib)
-    run_backward(out, lib.tensor(1.0, dtype=lib.float64))
-    mine = x.grad
-    out, x = diamond(lib)
-    out.backward()
-    assert mine is not None, f"{name}: x.grad is None after run_backward"
-    assert not mine.requires_grad, f"{name}: x.grad requires grad: call the nodes under no_grad"
-    assert torch.allclose(torch.tensor(mine.tolist()), torch.tensor(x.grad.tolist())), (
-        f"{name}: x.grad is {mine.tolist()}, backward() gives {x.grad.tolist()}"
-    )
-    w = lib.tensor([1.0, 2.0], requires_grad=True)
-    w.grad = lib.tensor([10.0, 10.0])
-    run_backward(w * 3, lib.tensor([1.0, 1.0]))
-    assert w.grad.tolist() == [13.0, 13.0], (
-        f"{name}: add to an existing .grad, got {w.grad.tolist()}"
-    )
-print("Visible tests passed.")
+# %% nbgrader={"grade_id": "ex2_run_backward_tests", "grade": true, "points": 4}
+with exercise(2):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        out, x = diamond(lib)
+        run_backward(out, lib.tensor(1.0, dtype=lib.float64))
+        mine = x.grad
+        out, x = diamond(lib)
+        out.backward()
+        assert mine is not None, f"{name}: x.grad is None after run_backward"
+        assert not mine.requires_grad, f"{name}: x.grad requires grad: call the nodes under no_grad"
+        assert torch.allclose(torch.tensor(mine.tolist()), torch.tensor(x.grad.tolist())), (
+            f"{name}: x.grad is {mine.tolist()}, backward() gives {x.grad.tolist()}"
+        )
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        w.grad = lib.tensor([10.0, 10.0])
+        run_backward(w * 3, lib.tensor([1.0, 1.0]))
+        assert w.grad.tolist() == [13.0, 13.0], (
+            f"{name}: add to an existing .grad, got {w.grad.tolist()}"
+        )
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -385,7 +454,8 @@ def wide_graph(lib):
     return (h2 * h + b.exp()).sin() - h, (w, b, x)
 
 
-for lib in (torch, minitorch):
+def engine_versus_backward(lib):
+    """run_backward and backward() on the wide graph, with a non-scalar gradient."""
     gradient = lib.tensor([1.0, -2.0, 0.5, 3.0], dtype=lib.float64)
     out, (w, b, x) = wide_graph(lib)
     run_backward(out, gradient)
@@ -396,10 +466,12 @@ for lib in (torch, minitorch):
         max(abs(p - q) for p, q in zip(m.tolist(), t.grad.tolist()))
         for m, t in zip(mine[:2], (w, b))
     ]
-    print(
-        f"{lib.__name__:>9}: largest difference from backward(): {max(diffs):.1e};"
-        f" x.grad (data, no grad) is {mine[2]}"
-    )
+    print(f"largest difference from backward(): {max(diffs):.1e}")
+    print(f"x.grad (x is data, no grad): {mine[2]}")
+
+
+with exercise(2):
+    minitorch.viz.compare(engine_versus_backward, (torch, minitorch))
 
 # %% [markdown]
 # ## 4. Gradients accumulate in leaves
@@ -410,21 +482,23 @@ for lib in (torch, minitorch):
 # `p.grad = None`) before every backward, and why gradients of several losses can be
 # summed simply by calling backward on each (section 9).
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def accumulation(lib):
+    """x.grad after one backward of (x * x).sum(), after two, after a reset and one more."""
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     out = (x * x).sum()
     out.backward(retain_graph=True)
-    first = x.grad.tolist()
+    print("after one backward:   ", x.grad.tolist())
     out.backward()
-    second = x.grad.tolist()
+    print("after two:            ", x.grad.tolist())
     x.grad = None
     (x * x).sum().backward()
-    print(
-        f"{lib.__name__:>9}: after one backward {first}, after two {second}, "
-        f"after reset and one more {x.grad.tolist()}"
-    )
+    print("after reset, one more:", x.grad.tolist())
+
+
+minitorch.viz.compare(accumulation, (torch, minitorch))
 
 # %% [markdown]
 # ## 5. Broadcasting in backward
@@ -439,19 +513,22 @@ for lib in (torch, minitorch):
 # passing it on. minitorch's backward formulas reduce inside the node. Either way, a
 # backward that handles broadcasting needs the reduction you write next.
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def broadcast_backward(lib):
+    """What MulBackward0 returns for the broadcast w, and w.grad after backward()."""
     x = lib.ones(4, 3, dtype=lib.float64)
     w = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
     y = x * w
     with lib.no_grad():
         _, grad_w = y.grad_fn(lib.ones(4, 3, dtype=lib.float64))
     y.sum().backward()
-    print(
-        f"{lib.__name__:>9}: the node returns shape {list(grad_w.shape)};"
-        f" w.grad after backward() is {w.grad.tolist()}"
-    )
+    print("the node returns shape", list(grad_w.shape))
+    print("w.grad after backward():", w.grad.tolist())
+
+
+minitorch.viz.compare(broadcast_backward, (torch, minitorch))
 
 
 # %% [markdown] nbgrader={"grade_id": "ex3_sum_to_shape_statement", "locked": true}
@@ -496,21 +573,22 @@ def sum_to_shape(grad, shape):
 
 
 # %% nbgrader={"grade_id": "ex3_sum_to_shape_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    grad = lib.ones(5, 4, 3, dtype=lib.float64)
-    for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
-        got = sum_to_shape(grad, shape)
-        assert tuple(got.shape) == shape, (
-            f"{name}: sum_to_shape(grad of shape (5, 4, 3), {shape}) has shape"
-            f" {tuple(got.shape)}, expected {shape}"
-        )
-        assert got.flatten().tolist() == [value] * got.numel(), (
-            f"{name}: sum_to_shape(ones(5, 4, 3), {shape}): each entry should be {value}"
-            f" (the number of copies summed), got {got.flatten().tolist()}"
-        )
-    assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
-print("Visible tests passed.")
+with exercise(3):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        grad = lib.ones(5, 4, 3, dtype=lib.float64)
+        for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
+            got = sum_to_shape(grad, shape)
+            assert tuple(got.shape) == shape, (
+                f"{name}: sum_to_shape(grad of shape (5, 4, 3), {shape}) has shape"
+                f" {tuple(got.shape)}, expected {shape}"
+            )
+            assert got.flatten().tolist() == [value] * got.numel(), (
+                f"{name}: sum_to_shape(ones(5, 4, 3), {shape}): each entry should be {value}"
+                f" (the number of copies summed), got {got.flatten().tolist()}"
+            )
+        assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -529,22 +607,27 @@ grade.sum_to_shape(sum_to_shape)
 # for anything else you pass $v$ as `gradient=` (or `grad_outputs=` in
 # `autograd.grad`):
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def vector_jacobian_product(lib):
+    """backward() from a vector output, without and with gradient=."""
     A = lib.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=lib.float64)
     x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
     y = A @ x  # J = A
     try:
         y.backward()
     except RuntimeError as error:
-        print(f"{lib.__name__:>9}: y.backward() -> RuntimeError: {error}")
+        message = f"y.backward(): RuntimeError: {error}"
     v = lib.tensor([1.0, 0.0, -1.0], dtype=lib.float64)
     y.backward(gradient=v)
-    print(
-        f"{lib.__name__:>9}: y.backward(gradient=v) gives x.grad = {x.grad.tolist()}"
-        f" = v @ A = {(v @ A).tolist()}"
-    )
+    print("y.backward(gradient=v) gives")
+    print("x.grad =", x.grad.tolist())
+    print("v @ A = ", (v @ A).tolist())
+    print(textwrap.fill(message, 40))
+
+
+minitorch.viz.compare(vector_jacobian_product, (torch, minitorch))
 
 
 # %% [markdown] nbgrader={"grade_id": "ex4_jacobian_statement", "locked": true}
@@ -586,20 +669,21 @@ def jacobian(lib, f, x):
 
 
 # %% nbgrader={"grade_id": "ex4_jacobian_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    A = lib.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, -1.0]], dtype=lib.float64)
-    x = lib.tensor([0.1, 0.2, 0.3], dtype=lib.float64)
-    J = jacobian(lib, lambda t, A=A: A @ t, x)  # A=A: this iteration's A
-    assert isinstance(J, lib.Tensor), f"{name}: return a {name} tensor"
-    assert J.tolist() == A.tolist(), f"{name}: the Jacobian of A @ x is A, got {J.tolist()}"
-    J = jacobian(lib, lambda t: t * t, x)
-    expected = [[0.2, 0.0, 0.0], [0.0, 0.4, 0.0], [0.0, 0.0, 0.6]]
-    assert torch.allclose(torch.tensor(J.tolist()), torch.tensor(expected)), (
-        f"{name}: the Jacobian of x * x is diag(2x) = {expected}, got {J.tolist()}"
-    )
-    assert not x.requires_grad, f"{name}: do not change x itself"
-print("Visible tests passed.")
+with exercise(4):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        A = lib.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, -1.0]], dtype=lib.float64)
+        x = lib.tensor([0.1, 0.2, 0.3], dtype=lib.float64)
+        J = jacobian(lib, lambda t, A=A: A @ t, x)  # A=A: this iteration's A
+        assert isinstance(J, lib.Tensor), f"{name}: return a {name} tensor"
+        assert J.tolist() == A.tolist(), f"{name}: the Jacobian of A @ x is A, got {J.tolist()}"
+        J = jacobian(lib, lambda t: t * t, x)
+        expected = [[0.2, 0.0, 0.0], [0.0, 0.4, 0.0], [0.0, 0.0, 0.6]]
+        assert torch.allclose(torch.tensor(J.tolist()), torch.tensor(expected)), (
+            f"{name}: the Jacobian of x * x is diag(2x) = {expected}, got {J.tolist()}"
+        )
+        assert not x.requires_grad, f"{name}: do not change x itself"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -614,19 +698,22 @@ grade.jacobian(jacobian)
 gen = torch.Generator().manual_seed(4)
 A_values = (0.4 * torch.randn(6, 8, generator=gen, dtype=torch.float64)).tolist()
 x_values = torch.randn(8, generator=gen, dtype=torch.float64).tolist()
-fig, axes = plt.subplots(1, 3, figsize=(10, 2.6))
-for ax, lib in zip(axes, (torch, minitorch)):
-    A = lib.tensor(A_values, dtype=lib.float64)
-    J = jacobian(lib, lambda t, A=A: (A @ t).tanh(), lib.tensor(x_values, dtype=lib.float64))
-    ax.imshow(J.tolist(), cmap="RdBu", vmin=-0.8, vmax=0.8)
-    ax.set_title(f"jacobian({lib.__name__}, ...)")
-reference = torch.autograd.functional.jacobian(
-    lambda t: (torch.tensor(A_values, dtype=torch.float64) @ t).tanh(),
-    torch.tensor(x_values, dtype=torch.float64),
-)
-axes[2].imshow(reference, cmap="RdBu", vmin=-0.8, vmax=0.8)
-axes[2].set_title("torch.autograd.functional.jacobian")
-plt.show()
+with exercise(4):
+    matrices = {}
+    for lib in (torch, minitorch):
+        A = lib.tensor(A_values, dtype=lib.float64)
+        x = lib.tensor(x_values, dtype=lib.float64)
+        J = jacobian(lib, lambda t, A=A: (A @ t).tanh(), x)
+        matrices[f"jacobian({lib.__name__}, ...)"] = J.tolist()
+    matrices["torch.autograd.functional.jacobian"] = torch.autograd.functional.jacobian(
+        lambda t: (torch.tensor(A_values, dtype=torch.float64) @ t).tanh(),
+        torch.tensor(x_values, dtype=torch.float64),
+    ).tolist()
+    fig, axes = plt.subplots(1, 3, figsize=(10, 2.6))
+    for ax, (title, matrix) in zip(axes, matrices.items()):
+        ax.imshow(matrix, cmap="RdBu", vmin=-0.8, vmax=0.8)
+        ax.set_title(title)
+    plt.show()
 
 # %% [markdown]
 # ## 7. `retain_graph` and `create_graph`
@@ -636,20 +723,26 @@ plt.show()
 # which is what keeps memory flat in training. A second backward through the same nodes
 # then fails, unless the first one was told `retain_graph=True`:
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def second_backward(lib):
+    """Two backward passes through the same graph, without and with retain_graph=True."""
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     out = x.sin().sum()
     out.backward()
     try:
         out.backward()
     except RuntimeError as error:
-        print(f"{lib.__name__:>9}: {textwrap.shorten(str(error), 110, placeholder=' ...')}")
+        print(textwrap.fill(textwrap.shorten(str(error), 110, placeholder=" ..."), 40))
     out = x.sin().sum()
     out.backward(retain_graph=True)
     out.backward()
-    print(f"{lib.__name__:>9}: with retain_graph=True the second backward works")
+    print("with retain_graph=True the second")
+    print("backward works")
+
+
+minitorch.viz.compare(second_backward, (torch, minitorch))
 
 
 # %% [markdown]
@@ -723,25 +816,28 @@ def hessian_vector_product(lib, f, x, v):
 
 
 # %% nbgrader={"grade_id": "ex5_hessian_vector_product_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    x = lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64)
-    v = lib.tensor([1.0, 1.0, 2.0], dtype=lib.float64)
-    try:
-        hv = hessian_vector_product(lib, lambda t: (t**3).sum(), x, v)
-    except RuntimeError as error:
-        if "does not require grad" not in str(error):
-            raise
-        hint = "did the first grad use create_graph=True?"
-        raise AssertionError(f"{name}: {error}: {hint}") from None
-    assert isinstance(hv, lib.Tensor), f"{name}: return a {name} tensor"
-    assert hv.tolist() == [6.0, -12.0, 6.0], f"{name}: H v = 6 x v = [6, -12, 6], got {hv.tolist()}"
-    A = lib.tensor([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 4.0]], dtype=lib.float64)
-    v = lib.tensor([1.0, -1.0, 2.0], dtype=lib.float64)
-    hv = hessian_vector_product(lib, lambda t, A=A: t @ (A @ t) / 2, x, v)
-    want = (A @ v).tolist()
-    assert hv.tolist() == want, f"{name}: for x.Ax / 2, H v = A v = {want}, got {hv.tolist()}"
-print("Visible tests passed.")
+with exercise(5):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        x = lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64)
+        v = lib.tensor([1.0, 1.0, 2.0], dtype=lib.float64)
+        try:
+            hv = hessian_vector_product(lib, lambda t: (t**3).sum(), x, v)
+        except RuntimeError as error:
+            if "does not require grad" not in str(error):
+                raise
+            hint = "did the first grad use create_graph=True?"
+            raise AssertionError(f"{name}: {error}: {hint}") from None
+        assert isinstance(hv, lib.Tensor), f"{name}: return a {name} tensor"
+        assert hv.tolist() == [6.0, -12.0, 6.0], (
+            f"{name}: H v = 6 x v = [6, -12, 6], got {hv.tolist()}"
+        )
+        A = lib.tensor([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 4.0]], dtype=lib.float64)
+        v = lib.tensor([1.0, -1.0, 2.0], dtype=lib.float64)
+        hv = hessian_vector_product(lib, lambda t, A=A: t @ (A @ t) / 2, x, v)
+        want = (A @ v).tolist()
+        assert hv.tolist() == want, f"{name}: for x.Ax / 2, H v = A v = {want}, got {hv.tolist()}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -777,8 +873,17 @@ def engine_order(lib):
     return ran
 
 
-for lib in (torch, minitorch):
-    print(f"{lib.__name__:>9}:", engine_order(lib))
+def print_engine_order(lib):
+    for name in engine_order(lib):
+        print(name)
+
+
+minitorch.viz.compare(print_engine_order, (torch, minitorch))
+
+
+# %% [markdown]
+# A tensor hook that returns a tensor **replaces** the gradient: here the gradient of `h`
+# is clamped to [-5, 5] before `MulBackward0` of `x * 10` multiplies it by 10 for `x`.
 
 
 # %%
@@ -787,15 +892,101 @@ def clamped_backward(lib):
     """Backward through h * h, printing and then clamping the gradient of h."""
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     h = x * 10
-    handle = h.register_hook(lambda grad: print(f"{lib.__name__:>9}: h receives {grad.tolist()}"))
+    handle = h.register_hook(lambda grad: print("h receives", grad.tolist()))
     h.register_hook(lambda grad: grad.clamp(-5, 5))  # replaces the gradient of h
     (h * h).sum().backward()
-    print(f"{lib.__name__:>9}: x.grad = {x.grad.tolist()} (the clamped gradient times 10)")
+    print("x.grad =", x.grad.tolist())
     handle.remove()
 
 
-for lib in (torch, minitorch):
-    clamped_backward(lib)
+minitorch.viz.compare(clamped_backward, (torch, minitorch))
+
+
+# %% [markdown] nbgrader={"grade_id": "ex6_scale_gradient_statement", "locked": true}
+# ### Exercise 6 (1 point): change the gradient of one path with a hook
+#
+# A hook on a tensor sees the gradient of that tensor: the **sum** over all its uses. To
+# change the gradient that flows back along **one** use only, give that use a tensor of
+# its own and put the hook there.
+#
+# Write `scale_gradient(x, factor)`, which returns a tensor `y` with the **values of `x`**
+# (the forward pass does not change) such that the gradient flowing back through `y` is
+# multiplied by `factor` (a Python float) on its way to `x`. The gradients that reach `x`
+# through its other uses stay as they are. `x` requires grad (a leaf or the result of an
+# op) and must stay as it is: no hook on `x` itself. It must work on PyTorch and
+# minitorch tensors.
+#
+# Example: with `y = scale_gradient(x, -1.0)` and `out = (3 * y).sum() + x.sum()`, every
+# entry of `x.grad` is $-3 + 1 = -2$ (without the hook, $3 + 1 = 4$). A factor of $-1$ is
+# the *gradient reversal* of domain-adversarial training; a factor between 0 and 1 makes
+# the part of a model behind `y` learn more slowly; 0 blocks the gradient like `detach()`
+# while `y` stays in the graph.
+#
+# *Hints:* `x * 1.0` is a new tensor with the values of `x`, whose gradient flows on to
+# `x`. A hook that returns a tensor replaces the gradient; one that returns None leaves it
+# as it was. Return a new tensor (`grad * factor`) rather than changing `grad` in place: a
+# node may pass the very same gradient tensor to several inputs (`y + x` does).
+
+
+# %% nbgrader={"grade_id": "ex6_scale_gradient", "solution": true}
+def scale_gradient(x, factor):
+    """A tensor with the values of `x` whose gradient is multiplied by `factor` on its way to `x`.
+
+    Only the gradient that flows back through the returned tensor is scaled; what `x` receives
+    through its other uses is not. `x` requires grad and gets no hook itself. PyTorch and
+    minitorch alike.
+    """
+    ### BEGIN SOLUTION
+    y = x * 1.0  # a tensor of its own: its hook sees only the gradient of this use of x
+    y.register_hook(lambda grad: grad * factor)
+    return y
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex6_scale_gradient_tests", "grade": true, "points": 1}
+with exercise(6):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = scale_gradient(x, -1.0)
+        assert isinstance(y, lib.Tensor), f"{name}: return a {name} tensor"
+        assert y.tolist() == x.tolist(), (
+            f"{name}: y must have the values of x, got {y.tolist()} (the factor scales the"
+            " gradient only)"
+        )
+        ((3 * y).sum() + x.sum()).backward()
+        assert x.grad.tolist() == [-2.0] * 3, (
+            f"{name}: with factor -1, out = (3 * y).sum() + x.sum() gives x.grad = -3 + 1 ="
+            f" -2, got {x.grad.tolist()} (4: the gradient through y was not scaled; -4: the"
+            " gradient of x's other use was scaled too)"
+        )
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = scale_gradient(x, 0.5)
+        ((y + x) * 2).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0], (
+            f"{name}: with factor 0.5, ((y + x) * 2).sum() gives x.grad = 1 + 2 = 3, got"
+            f" {x.grad.tolist()}: did your hook change `grad` in place? y + x passes the same"
+            " gradient tensor to y and to x"
+        )
+    print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.backward import grade
+
+grade.scale_gradient(scale_gradient)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Where the hook acts: in `out = 3 * y + x` with `y = scale_gradient(x, -1.0)`, the arrow
+# into `y`'s node carries 3, and the hook turns it into -3 before the node runs. `x` sums
+# that with the 1 from its direct use.
+
+# %%
+with exercise(6):
+    x = minitorch.tensor(2.0, requires_grad=True)
+    y = scale_gradient(x, -1.0)
+    three_y = 3 * y
+    display(minitorch.viz.gradient_flow(three_y + x, {"x": x, "y": y, "3 * y": three_y}))
 
 
 # %% [markdown]
@@ -809,8 +1000,8 @@ for lib in (torch, minitorch):
 # the micro-batches differ in size (the last one is often smaller), each mean counts
 # with its share of the batch instead.
 
-# %% [markdown] nbgrader={"grade_id": "ex6_accumulated_gradients_statement", "locked": true}
-# ### Exercise 6 (3 points): gradient accumulation
+# %% [markdown] nbgrader={"grade_id": "ex7_accumulated_gradients_statement", "locked": true}
+# ### Exercise 7 (3 points): gradient accumulation
 #
 # Write `accumulated_gradients(model, loss_fn, inputs, targets, k)`. `loss_fn` averages
 # over the batch (like `nn.MSELoss()` or `nn.CrossEntropyLoss()`). Start from **zeroed
@@ -831,7 +1022,7 @@ for lib in (torch, minitorch):
 # that is dividing by `k`). Zero the gradients once, before the loop (`model.zero_grad()`).
 
 
-# %% nbgrader={"grade_id": "ex6_accumulated_gradients", "solution": true}
+# %% nbgrader={"grade_id": "ex7_accumulated_gradients", "solution": true}
 def accumulated_gradients(model, loss_fn, inputs, targets, k):
     """The full-batch gradient of `loss_fn(model(inputs), targets)`, computed in k micro-batches.
 
@@ -849,26 +1040,27 @@ def accumulated_gradients(model, loss_fn, inputs, targets, k):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex6_accumulated_gradients_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    lib.manual_seed(0)
-    model = lib.nn.Linear(3, 2).double()
-    inputs = lib.randn(8, 3, dtype=lib.float64)
-    targets = lib.randn(8, 2, dtype=lib.float64)
-    loss_fn = lib.nn.MSELoss()
-    model.zero_grad()
-    loss_fn(model(inputs), targets).backward()
-    full = [p.grad.tolist() for p in model.parameters()]
-    for k in (1, 2, 4, 3):  # k = 3: micro-batches of 3, 3 and 2 samples
-        got = accumulated_gradients(model, loss_fn, inputs, targets, k)
-        assert isinstance(got, list) and len(got) == 2, f"{name}: one gradient per parameter"
-        for g, want in zip(got, full):
-            assert torch.allclose(torch.tensor(g.tolist()), torch.tensor(want)), (
-                f"{name}, k = {k}: the gradient differs from the full-batch gradient:"
-                f" got {g.tolist()}, expected {want}"
-            )
-print("Visible tests passed.")
+# %% nbgrader={"grade_id": "ex7_accumulated_gradients_tests", "grade": true, "points": 3}
+with exercise(7):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        lib.manual_seed(0)
+        model = lib.nn.Linear(3, 2).double()
+        inputs = lib.randn(8, 3, dtype=lib.float64)
+        targets = lib.randn(8, 2, dtype=lib.float64)
+        loss_fn = lib.nn.MSELoss()
+        model.zero_grad()
+        loss_fn(model(inputs), targets).backward()
+        full = [p.grad.tolist() for p in model.parameters()]
+        for k in (1, 2, 4, 3):  # k = 3: micro-batches of 3, 3 and 2 samples
+            got = accumulated_gradients(model, loss_fn, inputs, targets, k)
+            assert isinstance(got, list) and len(got) == 2, f"{name}: one gradient per parameter"
+            for g, want in zip(got, full):
+                assert torch.allclose(torch.tensor(g.tolist()), torch.tensor(want)), (
+                    f"{name}, k = {k}: the gradient differs from the full-batch gradient:"
+                    f" got {g.tolist()}, expected {want}"
+                )
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -885,22 +1077,30 @@ grade.accumulated_gradients(accumulated_gradients)
 # backward would add to them (section 4). This is all an optimizer does:
 # `optimizer.step()` is the update under `no_grad`, `optimizer.zero_grad()` the reset.
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def update(lib):
+    """An in-place update of a leaf that requires grad, recorded, then under no_grad."""
     w = lib.tensor(1.0, requires_grad=True)
     (w * 3).backward()
     try:
         w -= 0.1 * w.grad
     except RuntimeError as error:
-        print(f"{lib.__name__:>9}: {error}")
+        message = f"RuntimeError: {error}"
     with lib.no_grad():
         w -= 0.1 * w.grad
-    print(f"{lib.__name__:>9}: under no_grad: w = {w.item():.2f}, still a leaf: {w.is_leaf}")
+    print(f"under no_grad: w = {w.item():.2f}")
+    print("still a leaf:", w.is_leaf)
+    print("without no_grad:")
+    print(textwrap.fill(message, 40))
 
 
-# %% [markdown] nbgrader={"grade_id": "ex7_fit_line_statement", "locked": true}
-# ### Exercise 7 (3 points): linear regression with hand-written SGD
+minitorch.viz.compare(update, (torch, minitorch))
+
+
+# %% [markdown] nbgrader={"grade_id": "ex8_fit_line_statement", "locked": true}
+# ### Exercise 8 (3 points): linear regression with hand-written SGD
 #
 # Write `fit_line(lib, x, y, steps, lr)` fitting $y \approx w x + b$ by gradient descent.
 # `w` and `b` are 0-d leaf tensors with `x`'s dtype that require grad, both **starting at
@@ -924,7 +1124,7 @@ for lib in (torch, minitorch):
 # `lib.tensor(0.0, dtype=x.dtype, requires_grad=True)`: `x`'s dtype, float64 here.
 
 
-# %% nbgrader={"grade_id": "ex7_fit_line", "solution": true}
+# %% nbgrader={"grade_id": "ex8_fit_line", "solution": true}
 def fit_line(lib, x, y, steps, lr):
     """Fit y = w * x + b by gradient descent on the mean squared error; hand-written SGD.
 
@@ -950,36 +1150,37 @@ def fit_line(lib, x, y, steps, lr):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex7_fit_line_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    x = lib.linspace(-1, 1, 50, dtype=lib.float64)
-    y = 2 * x + 1
-    try:
-        w, b, losses = fit_line(lib, x, y, 100, 0.2)
-    except (TypeError, RuntimeError) as error:  # the classic update mistakes, in short
-        hints = {
-            "NoneType": "w and b must stay the same leaves: update them in place (w -= ...)",
-            "does not require grad": "w and b must stay leaves that require grad: w -= ...",
-            "in-place operation": "run the update under lib.no_grad()",
-        }
-        hint = next((h for phrase, h in hints.items() if phrase in str(error)), None)
-        if hint is None:
-            raise
-        raise AssertionError(f"{name}: {error}: {hint}") from None
-    assert isinstance(w, float) and isinstance(b, float), f"{name}: return w and b as floats"
-    assert len(losses) == 100, f"{name}: one loss per step, got {len(losses)}"
-    assert all(isinstance(loss, float) for loss in losses), f"{name}: record loss.item()"
-    at_zero = (y**2).mean().item()
-    assert abs(losses[0] - at_zero) < 1e-9, f"{name}: the first loss is the loss at w = b = 0"
-    assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), (
-        f"{name}: the loss must go down at every step (did you reset the gradients?),"
-        f" got {[round(loss, 4) for loss in losses[:6]]}, ..."
-    )
-    assert abs(w - 2) < 0.1 and abs(b - 1) < 0.1, (
-        f"{name}: w = {w:.3f}, b = {b:.3f}; expected about 2 and 1"
-    )
-print("Visible tests passed.")
+# %% nbgrader={"grade_id": "ex8_fit_line_tests", "grade": true, "points": 3}
+with exercise(8):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        x = lib.linspace(-1, 1, 50, dtype=lib.float64)
+        y = 2 * x + 1
+        try:
+            w, b, losses = fit_line(lib, x, y, 100, 0.2)
+        except (TypeError, RuntimeError) as error:  # the classic update mistakes, in short
+            hints = {
+                "NoneType": "w and b must stay the same leaves: update them in place (w -= ...)",
+                "does not require grad": "w and b must stay leaves that require grad: w -= ...",
+                "in-place operation": "run the update under lib.no_grad()",
+            }
+            hint = next((h for phrase, h in hints.items() if phrase in str(error)), None)
+            if hint is None:
+                raise
+            raise AssertionError(f"{name}: {error}: {hint}") from None
+        assert isinstance(w, float) and isinstance(b, float), f"{name}: return w and b as floats"
+        assert len(losses) == 100, f"{name}: one loss per step, got {len(losses)}"
+        assert all(isinstance(loss, float) for loss in losses), f"{name}: record loss.item()"
+        at_zero = (y**2).mean().item()
+        assert abs(losses[0] - at_zero) < 1e-9, f"{name}: the first loss is the loss at w = b = 0"
+        assert all(a >= b_ for a, b_ in zip(losses, losses[1:])), (
+            f"{name}: the loss must go down at every step (did you reset the gradients?),"
+            f" got {[round(loss, 4) for loss in losses[:6]]}, ..."
+        )
+        assert abs(w - 2) < 0.1 and abs(b - 1) < 0.1, (
+            f"{name}: w = {w:.3f}, b = {b:.3f}; expected about 2 and 1"
+        )
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -991,26 +1192,27 @@ grade.fit_line(fit_line)
 gen = torch.Generator().manual_seed(5)
 x_values = torch.rand(64, generator=gen, dtype=torch.float64) * 2 - 1
 y_values = 2 * x_values + 1 + 0.1 * torch.randn(64, generator=gen, dtype=torch.float64)
-fits = {}
-for lib in (torch, minitorch):
-    x = lib.tensor(x_values.tolist(), dtype=lib.float64)
-    y = lib.tensor(y_values.tolist(), dtype=lib.float64)
-    fits[lib.__name__] = fit_line(lib, x, y, 150, 0.2)
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2))
-for name, marker in (("torch", "-"), ("minitorch", "--")):
-    left.semilogy(fits[name][2], marker, label=name)
-left.set_xlabel("step")
-left.set_ylabel("mean squared error")
-left.set_title("Loss during training")
-left.legend()
-w, b, _ = fits["minitorch"]
-right.scatter(x_values, y_values, s=8, label="data: y = 2x + 1 + noise")
-right.plot([-1, 1], [b - w, b + w], "r", label=f"fit: y = {w:.3f} x + {b:.3f}")
-right.legend()
-plt.show()
+with exercise(8):
+    fits = {}
+    for lib in (torch, minitorch):
+        x = lib.tensor(x_values.tolist(), dtype=lib.float64)
+        y = lib.tensor(y_values.tolist(), dtype=lib.float64)
+        fits[lib.__name__] = fit_line(lib, x, y, 150, 0.2)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for name, marker in (("torch", "-"), ("minitorch", "--")):
+        left.semilogy(fits[name][2], marker, label=name)
+    left.set_xlabel("step")
+    left.set_ylabel("mean squared error")
+    left.set_title("Loss during training")
+    left.legend()
+    w, b, _ = fits["minitorch"]
+    right.scatter(x_values, y_values, s=8, label="data: y = 2x + 1 + noise")
+    right.plot([-1, 1], [b - w, b + w], "r", label=f"fit: y = {w:.3f} x + {b:.3f}")
+    right.legend()
+    plt.show()
 
-# %% [markdown] nbgrader={"grade_id": "ex8_predict_second_backward_statement", "locked": true}
-# ### Exercise 8 (2 points): which second backward raises?
+# %% [markdown] nbgrader={"grade_id": "ex9_predict_second_backward_statement", "locked": true}
+# ### Exercise 9 (2 points): which second backward raises?
 #
 # Each snippet below has a first part, which builds a graph and runs backward (or
 # `autograd.grad`), and a second part, which runs one more backward. For each, predict
@@ -1125,7 +1327,7 @@ plt.show()
 # *Hint:* a node needs its saved values whenever its local derivative depends on the
 # forward values. What does `x * 2` need to compute its gradient?
 
-# %% nbgrader={"grade_id": "ex8_snippets", "locked": true}
+# %% nbgrader={"grade_id": "ex9_snippets", "locked": true}
 # Each snippet: (first part, second part); `torch` is PyTorch or minitorch.
 SNIPPETS = {
     "a": (
@@ -1213,7 +1415,7 @@ s.backward()""",
 }
 
 
-# %% nbgrader={"grade_id": "ex8_predict_second_backward", "solution": true}
+# %% nbgrader={"grade_id": "ex9_predict_second_backward", "solution": true}
 def predict_second_backward():
     """Your predictions for the snippets in `SNIPPETS`, before running them.
 
@@ -1239,22 +1441,23 @@ def predict_second_backward():
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex8_predict_second_backward_tests", "grade": true, "points": 2}
-predictions = predict_second_backward()
-assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
-missing = sorted(set(SNIPPETS) - set(predictions))
-assert not missing, f"no prediction for snippets {missing}"
-for key, guess in predictions.items():
-    assert isinstance(guess, tuple) and len(guess) == 2, (
-        f"{key!r}: a tuple (raises, why), not {guess!r}"
-    )
-    raises, why = guess
-    assert isinstance(raises, bool), f"{key!r}: raises must be True or False"
-    assert why in ("freed", "retain_graph", "nothing_saved", "fresh_graph"), (
-        f"{key!r}: unknown reason {why!r}"
-    )
-    assert raises == (why == "freed"), f"{key!r}: only 'freed' snippets raise"
-print("Your predictions are well formed; the hidden tests run the snippets.")
+# %% nbgrader={"grade_id": "ex9_predict_second_backward_tests", "grade": true, "points": 2}
+with exercise(9):
+    predictions = predict_second_backward()
+    assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
+    missing = sorted(set(SNIPPETS) - set(predictions))
+    assert not missing, f"no prediction for snippets {missing}"
+    for key, guess in predictions.items():
+        assert isinstance(guess, tuple) and len(guess) == 2, (
+            f"{key!r}: a tuple (raises, why), not {guess!r}"
+        )
+        raises, why = guess
+        assert isinstance(raises, bool), f"{key!r}: raises must be True or False"
+        assert why in ("freed", "retain_graph", "nothing_saved", "fresh_graph"), (
+            f"{key!r}: unknown reason {why!r}"
+        )
+        assert raises == (why == "freed"), f"{key!r}: only 'freed' snippets raise"
+    print("Your predictions are well formed; the hidden tests run the snippets.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.backward import grade
@@ -1277,7 +1480,8 @@ grade.predict_second_backward(predict_second_backward)
 #   takes one backward per row.
 # - Saved values are freed by backward unless `retain_graph=True`; `create_graph=True`
 #   records backward itself, for higher derivatives and Hessian-vector products.
-# - Hooks see (and may change) gradients while the engine runs.
+# - Hooks see (and may change) gradients while the engine runs. A hook on a tensor changes
+#   the gradient of all its uses; to change one path, hook a tensor of its own.
 # - Parameter updates run under `no_grad`.
 #
 # Next notebook: models whose graph changes with every input.

@@ -37,6 +37,8 @@
 # There are **7 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+# "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
+# line and lets the cells after it run.
 
 # %%
 import random
@@ -52,6 +54,7 @@ import minitorch.nn.functional as F
 from minitorch import nn
 from minitorch.autograd.watch import watch_ops
 from minitorch.datasets import ExprTree, make_expression_trees
+from minitorch.notebook import exercise
 
 torch.manual_seed(0)
 minitorch.manual_seed(0)
@@ -385,17 +388,18 @@ def signature(node, nodes):
 # %% nbgrader={"grade_id": "ex1_signature_tests", "grade": true, "points": 3}
 two = sequence_graph([1, 2])
 assert two[1].op == two[6].op == "linear", "the fixture changed: nodes 1 and 6 are linear W"
-hash(signature(two[1], two))  # raises TypeError if the signature is not hashable
-assert signature(two[1], two) == signature(two[6], two), "linear W of two samples must batch"
-assert signature(two[1], two) != signature(two[3], two), "linear W and linear V must not batch"
 wide = [Node(0, 0, "input", shape=(3,)), Node(1, 1, "input", shape=(5,))]
 wide += [Node(2, 0, "sum", (0,), ()), Node(3, 1, "sum", (1,), ())]
-assert signature(wide[0], wide) != signature(wide[1], wide), "inputs of shapes (3,) and (5,)"
-assert signature(wide[2], wide) != signature(wide[3], wide), "sums over rows of 3 and of 5"
 cats = [Node(0, 0, "input", shape=(2, 2)), Node(1, 0, "cat", (0, 0), (4, 2), attrs=(0,))]
 cats += [Node(2, 1, "input", shape=(2, 2)), Node(3, 1, "cat", (2, 2), (2, 4), attrs=(1,))]
-assert signature(cats[1], cats) != signature(cats[3], cats), "cat along dim 0 and along dim 1"
-print("Visible tests passed.")
+with exercise(1):
+    hash(signature(two[1], two))  # raises TypeError if the signature is not hashable
+    assert signature(two[1], two) == signature(two[6], two), "linear W of two samples must batch"
+    assert signature(two[1], two) != signature(two[3], two), "linear W and linear V must not batch"
+    assert signature(wide[0], wide) != signature(wide[1], wide), "inputs of shapes (3,) and (5,)"
+    assert signature(wide[2], wide) != signature(wide[3], wide), "sums over rows of 3 and of 5"
+    assert signature(cats[1], cats) != signature(cats[3], cats), "cat along dim 0 and along dim 1"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -431,17 +435,18 @@ def schedule_by_depth(nodes, signature_of=None):
 
 
 # %% nbgrader={"grade_id": "ex2_schedule_by_depth_tests", "grade": true, "points": 3}
-batches = schedule_by_depth(three, op_and_param)
-assert isinstance(batches, list), f"return a list of batches, not {type(batches).__name__}"
-assert sorted(i for b in batches for i in b) == list(range(21)), "every node exactly once"
-assert len(batches) == 13, f"13 batches by depth for lengths 1, 2, 3, not {len(batches)}"
-assert sorted(batches[0]) == [0, 5, 12], f"first the three inputs, not {batches[0]}"
-done = set()
-for batch in batches:
-    assert len({op_and_param(three[i], three) for i in batch}) == 1, f"mixed batch {batch}"
-    assert all(a in done for i in batch for a in three[i].args), f"{batch} runs too early"
-    done.update(batch)
-print("Visible tests passed.")
+with exercise(2):
+    batches = schedule_by_depth(three, op_and_param)
+    assert isinstance(batches, list), f"return a list of batches, not {type(batches).__name__}"
+    assert sorted(i for b in batches for i in b) == list(range(21)), "every node exactly once"
+    assert len(batches) == 13, f"13 batches by depth for lengths 1, 2, 3, not {len(batches)}"
+    assert sorted(batches[0]) == [0, 5, 12], f"first the three inputs, not {batches[0]}"
+    done = set()
+    for batch in batches:
+        assert len({op_and_param(three[i], three) for i in batch}) == 1, f"mixed batch {batch}"
+        assert all(a in done for i in batch for a in three[i].args), f"{batch} runs too early"
+        done.update(batch)
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -508,19 +513,20 @@ def schedule_agenda(nodes, signature_of=None):
 
 
 # %% nbgrader={"grade_id": "ex3_schedule_agenda_tests", "grade": true, "points": 4}
-batches = schedule_agenda(three, op_and_param)
-assert isinstance(batches, list), f"return a list of batches, not {type(batches).__name__}"
-assert sorted(i for b in batches for i in b) == list(range(21)), "every node exactly once"
-done = set()
-for batch in batches:
-    assert len({op_and_param(three[i], three) for i in batch}) == 1, f"mixed batch {batch}"
-    assert all(a in done for i in batch for a in three[i].args), f"{batch} runs too early"
-    done.update(batch)
-assert len(batches) < 13, f"{len(batches)} batches: by depth makes 13, the agenda fewer"
-assert len(batches) == 9, f"the agenda makes 9 batches on lengths 1, 2, 3, not {len(batches)}"
-outputs = [n.id for n in three if n.param == "V"]
-assert sorted(outputs) in [sorted(b) for b in batches], "the three `linear V` run as one batch"
-print("Visible tests passed.")
+with exercise(3):
+    batches = schedule_agenda(three, op_and_param)
+    assert isinstance(batches, list), f"return a list of batches, not {type(batches).__name__}"
+    assert sorted(i for b in batches for i in b) == list(range(21)), "every node exactly once"
+    done = set()
+    for batch in batches:
+        assert len({op_and_param(three[i], three) for i in batch}) == 1, f"mixed batch {batch}"
+        assert all(a in done for i in batch for a in three[i].args), f"{batch} runs too early"
+        done.update(batch)
+    assert len(batches) < 13, f"{len(batches)} batches: by depth makes 13, the agenda fewer"
+    assert len(batches) == 9, f"the agenda makes 9 batches on lengths 1, 2, 3, not {len(batches)}"
+    outputs = [n.id for n in three if n.param == "V"]
+    assert sorted(outputs) in [sorted(b) for b in batches], "the three `linear V` run as one batch"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -597,15 +603,16 @@ class Gather(minitorch.autograd.Function):
 
 # %% nbgrader={"grade_id": "ex4_gather_tests", "grade": true, "points": 4}
 source = minitorch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
-picked = Gather.apply(source, minitorch.tensor([2, 0, 2]))
-assert picked.tolist() == [[5.0, 6.0], [1.0, 2.0], [5.0, 6.0]], f"forward gave {picked}"
-assert picked.grad_fn is not None, "the output must record a node (source requires grad)"
-picked.backward(minitorch.tensor([[1.0, 1.0], [10.0, 10.0], [100.0, 100.0]]))
-assert source.grad.tolist() == [[10.0] * 2, [0.0] * 2, [101.0] * 2], f"grad {source.grad}"
 s64 = minitorch.randn(4, 3, dtype=torch.float64, requires_grad=True)
 index = minitorch.tensor([3, 1, 3, 3, 0])
-assert minitorch.autograd.gradcheck(lambda s: Gather.apply(s, index), (s64,)), "gradcheck"
-print("Visible tests passed.")
+with exercise(4):
+    picked = Gather.apply(source, minitorch.tensor([2, 0, 2]))
+    assert picked.tolist() == [[5.0, 6.0], [1.0, 2.0], [5.0, 6.0]], f"forward gave {picked}"
+    assert picked.grad_fn is not None, "the output must record a node (source requires grad)"
+    picked.backward(minitorch.tensor([[1.0, 1.0], [10.0, 10.0], [100.0, 100.0]]))
+    assert source.grad.tolist() == [[10.0] * 2, [0.0] * 2, [101.0] * 2], f"grad {source.grad}"
+    assert minitorch.autograd.gradcheck(lambda s: Gather.apply(s, index), (s64,)), "gradcheck"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -687,19 +694,20 @@ def batched_forward(model, trees, gather=None):
 small_trees, _ = make_expression_trees(6, seed=3)
 small_trees.append(ExprTree(value=0.25))  # a tree that is a single leaf
 tree_model = TreeModel(hidden=5).double()
-got = batched_forward(tree_model, small_trees, gather=index_rows)
-want = minitorch.cat([tree_model(t) for t in small_trees])
-assert got.shape == want.shape, f"shape {list(got.shape)}, expected {list(want.shape)}"
-assert minitorch.allclose(got, want), f"batched {got.tolist()}, per sample {want.tolist()}"
 weights = minitorch.randn(len(small_trees), dtype=torch.float64)
-(want * weights).sum().backward()
-expected = {name: p.grad.clone() for name, p in tree_model.named_parameters()}
-tree_model.zero_grad()
-(batched_forward(tree_model, small_trees, gather=index_rows) * weights).sum().backward()
-for name, p in tree_model.named_parameters():
-    assert p.grad is not None, f"no gradient reached {name}: did something get detached?"
-    assert minitorch.allclose(p.grad, expected[name]), f"the gradient of {name} differs"
-print("Visible tests passed.")
+with exercise(5):
+    got = batched_forward(tree_model, small_trees, gather=index_rows)
+    want = minitorch.cat([tree_model(t) for t in small_trees])
+    assert got.shape == want.shape, f"shape {list(got.shape)}, expected {list(want.shape)}"
+    assert minitorch.allclose(got, want), f"batched {got.tolist()}, per sample {want.tolist()}"
+    (want * weights).sum().backward()
+    expected = {name: p.grad.clone() for name, p in tree_model.named_parameters()}
+    tree_model.zero_grad()
+    (batched_forward(tree_model, small_trees, gather=index_rows) * weights).sum().backward()
+    for name, p in tree_model.named_parameters():
+        assert p.grad is not None, f"no gradient reached {name}: did something get detached?"
+        assert minitorch.allclose(p.grad, expected[name]), f"the gradient of {name} differs"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -750,10 +758,11 @@ def instant(model, trees, gather):  # a "batched model" that does no work
     return minitorch.zeros(len(trees), requires_grad=True)
 
 
-ratio = tree_speedup(tree_model, small_trees, batched=instant, gather=index_rows)
-assert isinstance(ratio, float), f"return a float ratio, not {type(ratio).__name__}"
-assert ratio > 5, f"a batched model that does nothing must look much faster: {ratio:.2f}"
-print("Visible tests passed.")
+with exercise(6):
+    ratio = tree_speedup(tree_model, small_trees, batched=instant, gather=index_rows)
+    assert isinstance(ratio, float), f"return a float ratio, not {type(ratio).__name__}"
+    assert ratio > 5, f"a batched model that does nothing must look much faster: {ratio:.2f}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade
@@ -765,7 +774,8 @@ grade.tree_speedup(tree_speedup)
 # Your own batched model against the per-sample loop, on the 64 trees of section 1:
 
 # %%
-print(f"batched: {tree_speedup(model, trees, gather=index_rows):.1f}x the per-sample speed")
+with exercise(6):
+    print(f"batched: {tree_speedup(model, trees, gather=index_rows):.1f}x the per-sample speed")
 
 
 # %% [markdown] nbgrader={"grade_id": "ex7_predict_calls_statement", "locked": true}
@@ -821,13 +831,14 @@ def predict_calls():
 
 
 # %% nbgrader={"grade_id": "ex7_predict_calls_tests", "grade": true, "points": 3}
-predictions = predict_calls()
-assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
-missing = sorted(set(SCENARIOS) - set(predictions))
-assert not missing, f"no prediction for scenarios {missing}"
-for key, value in predictions.items():
-    assert isinstance(value, int), f"{key!r}: predict a number of calls, not {value!r}"
-print("Your predictions are well formed; the hidden tests count the calls.")
+with exercise(7):
+    predictions = predict_calls()
+    assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
+    missing = sorted(set(SCENARIOS) - set(predictions))
+    assert not missing, f"no prediction for scenarios {missing}"
+    for key, value in predictions.items():
+        assert isinstance(value, int), f"{key!r}: predict a number of calls, not {value!r}"
+    print("Your predictions are well formed; the hidden tests count the calls.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.batching_dynamic_graphs import grade

@@ -30,8 +30,9 @@
 # - batch sequences of different lengths in three ways (a loop over samples, padding with
 #   masks, packing) and measure what each costs;
 # - recurse over a tree that is different for every sample;
-# - avoid the classic mistakes: layers created inside `forward`, layers kept in a plain
-#   Python list, and forgetting that a saved model is its parameters, not its code.
+# - avoid the classic mistakes: a branch under `no_grad` inside `forward`, layers created
+#   inside `forward`, layers kept in a plain Python list, and forgetting that a saved model
+#   is its parameters, not its code.
 #
 # Everything runs on **PyTorch** and on **minitorch**, this course's from-scratch autograd
 # library, side by side. The models you write are minitorch modules (`nn` is
@@ -41,9 +42,12 @@
 # There are **7 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+# "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
+# line and lets the rest of the notebook run.
 
 # %%
 import os
+import random
 import tempfile
 import time
 
@@ -61,6 +65,8 @@ from minitorch.datasets import (
     pad_collate,
 )
 from minitorch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from minitorch.notebook import exercise
+from minitorch.viz import compare
 
 torch.manual_seed(0)
 minitorch.manual_seed(0)
@@ -102,18 +108,20 @@ def shrink(lib, x, weight, max_steps=10):
     return h.sum(), steps
 
 
-for lib in (torch, minitorch):
+def shrink_inputs(lib):
     weight = lib.tensor([0.5, 0.6], requires_grad=True)
     for values in ([0.1, 0.2], [3.0, 4.0], [30.0, 40.0], [300.0, 400.0]):
         x = lib.tensor(values, requires_grad=True)
         out, steps = shrink(lib, x, weight)
         out.backward()
         print(
-            f"{lib.__name__:>9}: |x| = {x.norm().item():6.2f}: "
-            f"{steps} steps, {count_nodes(out):2d} nodes in the graph, "
-            f"weight.grad is {'None' if weight.grad is None else 'a tensor'}"
+            f"|x| = {x.norm().item():6.2f}: {steps:2d} steps, {count_nodes(out):2d} nodes, "
+            f"weight.grad {'None' if weight.grad is None else 'a tensor'}"
         )
         weight.grad = None
+
+
+compare(shrink_inputs, (torch, minitorch))
 
 
 # %% [markdown]
@@ -154,11 +162,14 @@ def grad_state(p):
     )
 
 
-for lib in (torch, minitorch):
+def three_passes(lib):
     model = two_branches(lib)
     for x in ([1.0, 2.0], [-1.0, -3.0], [2.0, 1.0]):
         run_branch(model, lib.tensor(x)).backward()
-        print(f"{lib.__name__:>9}: x = {x}: neg.weight.grad = {grad_state(model['neg'].weight)}")
+        print(f"x = {x}: neg.weight.grad = {grad_state(model['neg'].weight)}")
+
+
+compare(three_passes, (torch, minitorch))
 
 # %% [markdown]
 # Why care? An optimizer skips parameters whose `.grad` is None, but it **does** step
@@ -167,9 +178,10 @@ for lib in (torch, minitorch):
 # `zero_grad(set_to_none=False)` fills them with zeros instead, and then momentum (or
 # weight decay) keeps moving a branch that no sample used:
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def unused_branch(lib):
     for set_to_none in (True, False):
         model = two_branches(lib)
         optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -182,9 +194,164 @@ for lib in (torch, minitorch):
             optimizer.step()
         moved = not close(model["neg"].weight, lib.tensor(before))
         print(
-            f"{lib.__name__:>9}: zero_grad(set_to_none={set_to_none!s:>5}): "
-            f"the unused branch {'kept moving' if moved else 'stayed put'}"
+            f"set_to_none={set_to_none!s:>5}: unused branch "
+            f"{'kept moving' if moved else 'stayed put'}"
         )
+
+
+compare(unused_branch, (torch, minitorch))
+
+# %% [markdown]
+# The branch can just as well be chosen by chance. `DynamicNet` below draws its number of
+# hidden layers, 0 to 3, for every batch it is called on (with a seeded `random.Random`,
+# so that PyTorch and minitorch draw the same depths). Each depth has its **own** layer in
+# an `nn.ModuleList`. PyTorch's classic DynamicNet example reuses one hidden layer up to 3
+# times instead (that is weight sharing, section 3); separate layers let each layer's
+# `.grad` show which depths a step reached. With `zero_grad()` before every step, a layer
+# the step did not reach has `.grad` None and the optimizer leaves it alone.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def dynamic_net(lib):
+    """The class DynamicNet on `lib.nn.Module`: the same code for PyTorch and minitorch."""
+
+    class DynamicNet(lib.nn.Module):
+        """input -> 0 to 3 hidden layers, drawn at every call -> output."""
+
+        def __init__(self, seed):
+            super().__init__()
+            self.input = lib.nn.Linear(2, 4)
+            self.hidden = lib.nn.ModuleList([lib.nn.Linear(4, 4) for _ in range(3)])
+            self.output = lib.nn.Linear(4, 1)
+            self.coin = random.Random(seed)
+            self.depth = 0
+
+        def forward(self, x):
+            self.depth = self.coin.randint(0, 3)  # a new draw for every batch
+            h = self.input(x).relu()
+            for layer in self.hidden[: self.depth]:
+                h = layer(h).relu()
+            return self.output(h)
+
+    return DynamicNet
+
+
+def coin_flip_steps(lib):
+    lib.manual_seed(0)
+    model = dynamic_net(lib)(seed=20)
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
+    x, y = lib.tensor([[1.0, -1.0], [0.5, 2.0]]), lib.tensor([[1.0], [0.0]])
+    print("step depth hidden.0 hidden.1 hidden.2")
+    for step in range(5):
+        optimizer.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        optimizer.step()
+        grads = ["None" if layer.weight.grad is None else "tensor" for layer in model.hidden]
+        print(f"{step:4d} {model.depth:5d} " + " ".join(f"{g:>8}" for g in grads))
+    keys = list(model.state_dict())
+    print(f"state_dict: {len(keys)} tensors")
+    for weight, bias in zip(keys[::2], keys[1::2]):
+        print(f"  {weight}, {bias}")
+
+
+compare(coin_flip_steps, (torch, minitorch))
+
+# %% [markdown]
+# The `state_dict` holds **every** layer, taken or not: `hidden.2` was never reached in
+# these five steps, and it is saved all the same, with its initial random weights. The
+# model owns all its layers; a batch only decides which of them it uses. The coin is not a
+# parameter, so it is not saved: a loaded model draws its depths anew.
+
+# %% [markdown]
+# ### A branch under `no_grad` cuts the layers before it off
+#
+# `with no_grad():` inside `forward` does not skip one layer's gradient: nothing computed
+# in the block is recorded, so its result has no `grad_fn` and backward treats it as a
+# constant. Every layer before the block is cut off from the loss. Below, the author
+# meant "`refine` is not trained, so why record it?" and ran the residual branch
+# `h + refine(h)` under `no_grad`. Backward then reaches `head` only: `encoder` gets no
+# gradient either, although the skip connection `h` does not even pass through `refine`.
+# Nothing fails, and the loss still goes down, because `head` alone learns on features
+# that never change: that is what makes this bug easy to miss.
+#
+# The fix, when a layer must not be trained, is to **freeze its parameters**
+# (`refine.requires_grad_(False)`) and leave the graph alone. The gradient then flows
+# through `refine` and around it into `encoder`, and `refine` gets none. (`no_grad` inside
+# `forward` is right only for values that backward must treat as constants.)
+
+
+# %%
+def refiner(lib):
+    """The class Refiner on `lib.nn.Module`: encoder, a residual branch `refine`, head."""
+
+    class Refiner(lib.nn.Module):
+        def __init__(self, bug):
+            super().__init__()
+            self.encoder = lib.nn.Linear(2, 16)
+            self.refine = lib.nn.Linear(16, 16)
+            self.head = lib.nn.Linear(16, 1)
+            self.bug = bug
+
+        def forward(self, x):
+            h = self.encoder(x).tanh()
+            if self.bug:
+                with lib.no_grad():  # "refine is not trained: why record it?"
+                    h = h + self.refine(h).tanh()
+            else:
+                h = h + self.refine(h).tanh()
+            return self.head(h)
+
+    return Refiner
+
+
+GRID = [[a / 4, b / 4] for a in range(-8, 9, 2) for b in range(-8, 9, 2)]  # 81 points
+refine_losses = {}
+
+
+def no_grad_branch(lib):
+    x = lib.tensor(GRID)
+    y = (2 * x[:, :1]).sin() * x[:, 1:]
+    for bug in (True, False):
+        lib.manual_seed(0)
+        model = refiner(lib)(bug)
+        if not bug:
+            model.refine.requires_grad_(False)  # the fix: freeze refine, keep the graph
+        optimizer = lib.optim.Adam(model.parameters(), lr=0.02)
+        curve = []
+        for _ in range(100):
+            optimizer.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+            curve.append(loss.item())
+        way = "no_grad branch (bug)" if bug else "frozen refine (fix)"
+        refine_losses[lib.__name__, way] = curve
+        print(f"{way}: .grad is")
+        for name, layer in model.named_children():
+            print(f"  {name:>7}: {'None' if layer.weight.grad is None else 'a tensor'}")
+        print(f"  loss {curve[0]:.3f} -> {curve[-1]:.3f} in 100 steps")
+
+
+compare(no_grad_branch, (torch, minitorch))
+
+# %%
+plt.figure(figsize=(6, 3))
+for name, style in (("minitorch", dict(linewidth=4, alpha=0.4)), ("torch", dict(linestyle=":"))):
+    for way, color in (("no_grad branch (bug)", "tab:red"), ("frozen refine (fix)", "tab:green")):
+        plt.semilogy(refine_losses[name, way], color=color, label=f"{name}: {way}", **style)
+plt.xlabel("step")
+plt.ylabel("mean squared error")
+plt.title("The bug learns a little (head only); the fix trains the encoder too")
+plt.legend()
+plt.show()
+
+# %% [markdown]
+# With the bug, only `head` learns: a linear map of features that never change, so the
+# loss soon levels off. The fix trains `encoder` as well. A quick check after the first
+# backward of a new model: the list
+# `[name for name, p in model.named_parameters() if p.grad is None]`
+# should hold the frozen parameters and nothing else.
 
 # %% [markdown]
 # ## 3. Weight sharing: one layer, used several times
@@ -195,9 +362,10 @@ for lib in (torch, minitorch):
 # 2). Below, one layer applied three times gives the same gradient as three separate
 # copies of it whose gradients we add up:
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def shared_layer(lib):
     lib.manual_seed(0)
     shared = lib.nn.Linear(3, 3)
     copies = [lib.nn.Linear(3, 3) for _ in range(3)]
@@ -213,12 +381,14 @@ for lib in (torch, minitorch):
         h = copy(h).tanh()  # three layers with equal weights
     h.sum().backward()
     total = sum(copy.weight.grad for copy in copies)
+    print(f"shared grad == sum of the copies' grads: {close(shared.weight.grad, total)}")
     print(
-        f"{lib.__name__:>9}: shared gradient == sum of the copies' gradients: "
-        f"{close(shared.weight.grad, total)}; parameters: "
-        f"{sum(p.numel() for p in shared.parameters())} vs "
-        f"{sum(p.numel() for c in copies for p in c.parameters())}"
+        f"parameters: {sum(p.numel() for p in shared.parameters())} shared, "
+        f"{sum(p.numel() for c in copies for p in c.parameters())} in the copies"
     )
+
+
+compare(shared_layer, (torch, minitorch))
 
 
 # %% [markdown]
@@ -301,38 +471,58 @@ class DepthNet(nn.Module):
 
 
 # %% nbgrader={"grade_id": "ex1_depth_net_tests", "grade": true, "points": 4}
-minitorch.manual_seed(0)
-net = DepthNet(3, 4, threshold=1.0)
-names = [name for name, _ in net.named_parameters()]
-assert names[:2] == ["blocks.0.weight", "blocks.0.bias"] and names[-2:] == [
-    "head.weight",
-    "head.bias",
-], f"unexpected parameter names {names}"
-assert len(names) == 10, f"4 blocks and a head have 10 parameters, you have {len(names)}"
-small, large = minitorch.tensor([0.1, 0.2, -0.1]), minitorch.tensor([5.0, -4.0, 3.0])
-out = net(small)
-assert out.shape == (1,), f"forward returns shape [1], got {list(out.shape)}"
-assert net.depth == 0, f"|x| < threshold: no block runs, but depth = {net.depth}"
-net(large)
-assert net.depth >= 1, "|x| > threshold: at least one block runs"
-assert net.predict_grads([small]) == {"head.weight", "head.bias"}, (
-    "only the head is used when no block runs"
-)
-for inputs in ([large], [large, small], [small, large, small]):
-    net.zero_grad()
-    guess = net.predict_grads(inputs)
-    assert all(p.grad is None for p in net.parameters()), "predict_grads must not run backward"
-    for x in inputs:
-        net(x).sum().backward()
-    truth = {name for name, p in net.named_parameters() if p.grad is not None}
-    assert guess == truth, f"predicted {sorted(guess)}, but {sorted(truth)} have gradients"
-print("Visible tests passed.")
+with exercise(1):
+    minitorch.manual_seed(0)
+    net = DepthNet(3, 4, threshold=1.0)
+    names = [name for name, _ in net.named_parameters()]
+    assert names[:2] == ["blocks.0.weight", "blocks.0.bias"] and names[-2:] == [
+        "head.weight",
+        "head.bias",
+    ], f"unexpected parameter names {names}"
+    assert len(names) == 10, f"4 blocks and a head have 10 parameters, you have {len(names)}"
+    small, large = minitorch.tensor([0.1, 0.2, -0.1]), minitorch.tensor([5.0, -4.0, 3.0])
+    out = net(small)
+    assert out.shape == (1,), f"forward returns shape [1], got {list(out.shape)}"
+    assert net.depth == 0, f"|x| < threshold: no block runs, but depth = {net.depth}"
+    net(large)
+    assert net.depth >= 1, "|x| > threshold: at least one block runs"
+    assert net.predict_grads([small]) == {"head.weight", "head.bias"}, (
+        "only the head is used when no block runs"
+    )
+    for inputs in ([large], [large, small], [small, large, small]):
+        net.zero_grad()
+        guess = net.predict_grads(inputs)
+        assert all(p.grad is None for p in net.parameters()), "predict_grads must not run backward"
+        for x in inputs:
+            net(x).sum().backward()
+        truth = {name for name, p in net.named_parameters() if p.grad is not None}
+        assert guess == truth, f"predicted {sorted(guess)}, but {sorted(truth)} have gradients"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
 
 grade.depth_net(DepthNet)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# Your `DepthNet` records a different graph for a short and for a long input, drawn side
+# by side below. The short one (left) runs no block: only the head is in its graph, and
+# `blocks.*` get no gradient. The long one (right) runs blocks until its norm falls under
+# the threshold (or the blocks run out), one `AddmmBackward0` and one `TanhBackward0` per
+# block:
+
+# %%
+with exercise(1):
+    minitorch.manual_seed(0)
+    depth_net = DepthNet(2, 3)
+    depth_outs, depth_titles = [], []
+    for values in ([0.3, 0.4], [3.0, -4.0]):
+        depth_outs.append(depth_net(minitorch.tensor(values)))
+        depth_titles.append(f"x = {values}: {depth_net.depth} blocks ran")
+    # the same net on both sides: each name labels the same leaf in both graphs
+    depth_names = {n: (p, p) for n, p in depth_net.named_parameters()}
+    minitorch.viz.show_side_by_side(*depth_outs, depth_names, titles=tuple(depth_titles))
 
 # %% [markdown]
 # ## 4. Per-sample routing: a different path for every sample of a batch
@@ -412,21 +602,22 @@ class Router(nn.Module):
 
 
 # %% nbgrader={"grade_id": "ex2_router_tests", "grade": true, "points": 4}
-minitorch.manual_seed(0)
-router = Router(3, 2, 3)
-x = minitorch.randn(5, 3, requires_grad=True)
-route = minitorch.tensor([2, 0, 2, 2, 0])
-out = router(x, route)
-assert out.shape == (5, 2), f"expected shape [5, 2], got {list(out.shape)}"
-expected = route_per_sample(router.branches, x, route)
-assert close(out, expected), "row i must be branches[route[i]](x[i])"
-out.sum().backward()
-assert router.branches[1].weight.grad is None, "no sample goes to branch 1: it must not run"
-assert router.branches[0].weight.grad is not None and router.branches[2].weight.grad is not None
-assert close(router.branches[2].bias.grad, minitorch.tensor([3.0, 3.0])), (
-    "three samples use branch 2"
-)
-print("Visible tests passed.")
+with exercise(2):
+    minitorch.manual_seed(0)
+    router = Router(3, 2, 3)
+    x = minitorch.randn(5, 3, requires_grad=True)
+    route = minitorch.tensor([2, 0, 2, 2, 0])
+    out = router(x, route)
+    assert out.shape == (5, 2), f"expected shape [5, 2], got {list(out.shape)}"
+    expected = route_per_sample(router.branches, x, route)
+    assert close(out, expected), "row i must be branches[route[i]](x[i])"
+    out.sum().backward()
+    assert router.branches[1].weight.grad is None, "no sample goes to branch 1: it must not run"
+    assert router.branches[0].weight.grad is not None and router.branches[2].weight.grad is not None
+    assert close(router.branches[2].bias.grad, minitorch.tensor([3.0, 3.0])), (
+        "three samples use branch 2"
+    )
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
@@ -436,20 +627,20 @@ grade.router(Router)
 
 # %%
 # How much the vectorized version saves: graph size and time for a batch of 256.
-minitorch.manual_seed(0)
-router = Router(8, 4, 3)
-x = minitorch.randn(256, 8)
-route = minitorch.randint(0, 3, (256,))
-for name, run in (
-    ("per-sample loop", lambda: route_per_sample(router.branches, x, route)),
-    ("masks", lambda: router(x, route)),
-):
-    start = time.perf_counter()
-    out = run()
-    out.sum().backward()
-    print(
-        f"{name:>15}: {count_nodes(out):5d} nodes, {1000 * (time.perf_counter() - start):6.1f} ms"
-    )
+with exercise(2):
+    minitorch.manual_seed(0)
+    router = Router(8, 4, 3)
+    x = minitorch.randn(256, 8)
+    route = minitorch.randint(0, 3, (256,))
+    for name, run in (
+        ("per-sample loop", lambda: route_per_sample(router.branches, x, route)),
+        ("masks", lambda: router(x, route)),
+    ):
+        start = time.perf_counter()
+        out = run()
+        out.sum().backward()
+        milliseconds = 1000 * (time.perf_counter() - start)
+        print(f"{name:>15}: {count_nodes(out):5d} nodes, {milliseconds:6.1f} ms")
 
 # %% [markdown]
 # ## 5. Batching samples of different shapes: loop, pad and mask, or pack
@@ -505,7 +696,10 @@ def final_states(lib, rnn_utils, way, gru, cell, data):
 
 WAYS = ("loop over samples", "padding + masks", "packing")
 timings = {}
-for lib, rnn_utils in ((torch, torch.nn.utils.rnn), (minitorch, minitorch.nn.utils.rnn)):
+
+
+def three_ways(lib):
+    rnn_utils = lib.nn.utils.rnn
     lib.manual_seed(0)
     gru = lib.nn.GRU(3, 16, batch_first=True)
     cell = lib.nn.GRUCell(3, 16)  # the same weights as the GRU's layer 0
@@ -522,7 +716,10 @@ for lib, rnn_utils in ((torch, torch.nn.utils.rnn), (minitorch, minitorch.nn.uti
         timings[lib.__name__, way] = 1000 * best
         results.append(states)
     same = all(close(r, results[0], 1e-5) for r in results)
-    print(f"{lib.__name__:>9}: the three ways give the same final states: {same}")
+    print(f"the three ways give the same final states: {same}")
+
+
+compare(three_ways, (torch, minitorch))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3))
@@ -591,33 +788,36 @@ def summarize(lib, output, lengths):
 
 
 # %% nbgrader={"grade_id": "ex3_summarize_tests", "grade": true, "points": 4}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    output = lib.arange(12, dtype=lib.float64).reshape(2, 3, 2)  # [[0,1],[2,3],[4,5]], [[6,7],...]
-    output[1, 2] = 100.0  # padding of sequence 1
-    last, mean = summarize(lib, output, lib.tensor([3, 2]))
-    assert last.shape == (2, 2) and mean.shape == (2, 2), (
-        f"{name}: both results are [batch, hidden]"
-    )
-    assert last.tolist() == [[4.0, 5.0], [8.0, 9.0]], (
-        f"{name}: last: expected [[4.0, 5.0], [8.0, 9.0]], got {last.tolist()}"
-    )
-    assert mean.tolist() == [[2.0, 3.0], [7.0, 8.0]], (
-        f"{name}: mean: expected [[2.0, 3.0], [7.0, 8.0]], got {mean.tolist()}"
-    )
-    # The padded RNN outputs of section 5 agree with each sequence run alone.
-    lib.manual_seed(0)
-    rnn = lib.nn.RNN(3, 4, batch_first=True)
-    data = [lib.tensor(s.tolist()) for s in sequences[:6]]
-    padded = (torch.nn.utils.rnn if lib is torch else minitorch.nn.utils.rnn).pad_sequence(
-        data, batch_first=True
-    )
-    last, mean = summarize(lib, rnn(padded)[0], lib.tensor([len(s) for s in data]))
-    for i, s in enumerate(data):
-        alone = rnn(s.unsqueeze(0))[0][0]
-        assert close(last[i], alone[-1]), f"{name}: last step of sequence {i}"
-        assert close(mean[i], alone.mean(0)), f"{name}: mean of sequence {i}"
-print("Visible tests passed.")
+with exercise(3):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        output = lib.arange(12, dtype=lib.float64).reshape(
+            2, 3, 2
+        )  # [[0,1],[2,3],[4,5]], [[6,7],...]
+        output[1, 2] = 100.0  # padding of sequence 1
+        last, mean = summarize(lib, output, lib.tensor([3, 2]))
+        assert last.shape == (2, 2) and mean.shape == (2, 2), (
+            f"{name}: both results are [batch, hidden]"
+        )
+        assert last.tolist() == [[4.0, 5.0], [8.0, 9.0]], (
+            f"{name}: last: expected [[4.0, 5.0], [8.0, 9.0]], got {last.tolist()}"
+        )
+        assert mean.tolist() == [[2.0, 3.0], [7.0, 8.0]], (
+            f"{name}: mean: expected [[2.0, 3.0], [7.0, 8.0]], got {mean.tolist()}"
+        )
+        # The padded RNN outputs of section 5 agree with each sequence run alone.
+        lib.manual_seed(0)
+        rnn = lib.nn.RNN(3, 4, batch_first=True)
+        data = [lib.tensor(s.tolist()) for s in sequences[:6]]
+        padded = (torch.nn.utils.rnn if lib is torch else minitorch.nn.utils.rnn).pad_sequence(
+            data, batch_first=True
+        )
+        last, mean = summarize(lib, rnn(padded)[0], lib.tensor([len(s) for s in data]))
+        for i, s in enumerate(data):
+            alone = rnn(s.unsqueeze(0))[0][0]
+            assert close(last[i], alone[-1]), f"{name}: last step of sequence {i}"
+            assert close(mean[i], alone.mean(0)), f"{name}: mean of sequence {i}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
@@ -718,21 +918,22 @@ class SequenceClassifier(nn.Module):
 
 
 # %% nbgrader={"grade_id": "ex4_sequence_classifier_tests", "grade": true, "points": 4}
-minitorch.manual_seed(0)
-model = SequenceClassifier(3, 16, 2)
-padded, lengths, _ = pad_collate(list(zip(test_sequences[:5], test_labels[:5])))
-with minitorch.no_grad():
-    scores = model(padded, lengths)
-    assert scores.shape == (5, 2), f"expected scores of shape [5, 2], got {list(scores.shape)}"
-    longer = minitorch.cat([padded, minitorch.full((5, 4, 3), 9.0)], dim=1)  # more padding
-    assert close(model(longer, lengths), scores, 1e-5), "the scores changed with the padding"
-    for i in range(5):
-        alone = model(test_sequences[i].unsqueeze(0), lengths[i : i + 1])
-        assert close(alone[0], scores[i], 1e-5), f"sequence {i} alone gets other scores"
-losses, accuracies = train_classifier(model)
-print(f"test accuracy after each epoch: {[round(a, 3) for a in accuracies]}")
-assert accuracies[-1] >= 0.9, f"test accuracy {accuracies[-1]:.1%} is below 90 %"
-print("Visible tests passed.")
+with exercise(4):
+    minitorch.manual_seed(0)
+    model = SequenceClassifier(3, 16, 2)
+    padded, lengths, _ = pad_collate(list(zip(test_sequences[:5], test_labels[:5])))
+    with minitorch.no_grad():
+        scores = model(padded, lengths)
+        assert scores.shape == (5, 2), f"expected scores of shape [5, 2], got {list(scores.shape)}"
+        longer = minitorch.cat([padded, minitorch.full((5, 4, 3), 9.0)], dim=1)  # more padding
+        assert close(model(longer, lengths), scores, 1e-5), "the scores changed with the padding"
+        for i in range(5):
+            alone = model(test_sequences[i].unsqueeze(0), lengths[i : i + 1])
+            assert close(alone[0], scores[i], 1e-5), f"sequence {i} alone gets other scores"
+    losses, accuracies = train_classifier(model)
+    print(f"test accuracy after each epoch: {[round(a, 3) for a in accuracies]}")
+    assert accuracies[-1] >= 0.9, f"test accuracy {accuracies[-1]:.1%} is below 90 %"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
@@ -741,13 +942,16 @@ grade.sequence_classifier(SequenceClassifier)
 ### END HIDDEN TESTS
 
 # %%
-assert "losses" in globals(), "run the test cell of exercise 4 first: it trains the model"
-plt.figure(figsize=(6, 3))
-plt.plot(losses)
-plt.xlabel("step")
-plt.ylabel("cross-entropy")
-plt.title("SequenceClassifier on packed sequences")
-plt.show()
+# The training run of exercise 4's test cell.
+if "losses" in globals():
+    plt.figure(figsize=(6, 3))
+    plt.plot(losses)
+    plt.xlabel("step")
+    plt.ylabel("cross-entropy")
+    plt.title("SequenceClassifier on packed sequences")
+    plt.show()
+else:
+    print("Exercise 4: no training run yet; the test cell of exercise 4 trains the model.")
 
 
 # %% [markdown]
@@ -867,25 +1071,26 @@ class FixedMLP(nn.Module):
 
 
 # %% nbgrader={"grade_id": "ex5_fixed_mlp_tests", "grade": true, "points": 3}
-minitorch.manual_seed(0)
-model = FixedMLP(2, 16, 3, depth=2)
-count = sum(p.numel() for p in model.parameters())
-expected = (2 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3)
-assert count == expected, f"FixedMLP(2, 16, 3, depth=2): {expected} parameters, got {count}"
-keys = list(model.state_dict())
-assert keys == [
-    "hidden.0.weight",
-    "hidden.0.bias",
-    "hidden.1.weight",
-    "hidden.1.bias",
-    "out.weight",
-    "out.bias",
-], f"unexpected state_dict keys {keys}"
-assert close(model(spiral_x[:3]), model(spiral_x[:3])), "two calls must agree"
-assert list(FixedMLP(3, 5, 2, depth=0).state_dict()) == ["out.weight", "out.bias"]
-fixed_losses = train_mlp(model)
-assert fixed_losses[-1] < 0.8 * fixed_losses[0], "training must make the loss go down"
-print("Visible tests passed.")
+with exercise(5):
+    minitorch.manual_seed(0)
+    model = FixedMLP(2, 16, 3, depth=2)
+    count = sum(p.numel() for p in model.parameters())
+    expected = (2 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3)
+    assert count == expected, f"FixedMLP(2, 16, 3, depth=2): {expected} parameters, got {count}"
+    keys = list(model.state_dict())
+    assert keys == [
+        "hidden.0.weight",
+        "hidden.0.bias",
+        "hidden.1.weight",
+        "hidden.1.bias",
+        "out.weight",
+        "out.bias",
+    ], f"unexpected state_dict keys {keys}"
+    assert close(model(spiral_x[:3]), model(spiral_x[:3])), "two calls must agree"
+    assert list(FixedMLP(3, 5, 2, depth=0).state_dict()) == ["out.weight", "out.bias"]
+    fixed_losses = train_mlp(model)
+    assert fixed_losses[-1] < 0.8 * fixed_losses[0], "training must make the loss go down"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
@@ -894,12 +1099,12 @@ grade.fixed_mlp(FixedMLP)
 ### END HIDDEN TESTS
 
 # %%
-assert "fixed_losses" in globals(), "run the test cell of exercise 5 first: it trains FixedMLP"
 minitorch.manual_seed(0)
 plt.figure(figsize=(6, 3))
 plt.plot(train_mlp(BrokenMLP(2, 16, 3, depth=2)), label="BrokenMLP (new layers every call)")
 plt.plot(train_mlp(ListMLP(2, 16, 3, depth=2)), label="ListMLP (only out is trained)")
-plt.plot(fixed_losses, label="FixedMLP")
+with exercise(5):
+    plt.plot(train_mlp(FixedMLP(2, 16, 3, depth=2)), label="FixedMLP")
 plt.xlabel("step")
 plt.ylabel("cross-entropy")
 plt.legend()
@@ -976,35 +1181,64 @@ class TreeNet(nn.Module):
 
 
 # %% nbgrader={"grade_id": "ex6_tree_net_tests", "grade": true, "points": 4}
-minitorch.manual_seed(0)
-model = TreeNet(4)
-keys = list(model.state_dict())
-for key in ("leaf.weight", "combine.+.weight", "combine.-.bias", "combine.*.weight", "out.bias"):
-    assert key in keys, f"missing parameter {key}; you have {keys}"
-leaf = ExprTree(value=0.5)
-out = model(leaf)
-assert out.shape == (1,), f"forward returns shape [1], got {list(out.shape)}"
-expected = model.out(model.leaf(minitorch.tensor([0.5])).tanh())
-assert close(out, expected), "a leaf's encoding is tanh(leaf([value]))"
-a_minus_b = ExprTree(op="-", left=ExprTree(value=1.0), right=ExprTree(value=2.0))
-b_minus_a = ExprTree(op="-", left=ExprTree(value=2.0), right=ExprTree(value=1.0))
-assert not close(model(a_minus_b), model(b_minus_a)), "1 - 2 and 2 - 1 must differ"
-one, two = (model.leaf(minitorch.tensor([v])).tanh() for v in (1.0, 2.0))
-expected = model.out(model.combine["-"](minitorch.cat([one, two])).tanh())
-assert close(model(a_minus_b), expected), (
-    "1 - 2 is out(tanh(combine['-'](cat([encoding of 1, encoding of 2])))): left first"
-)
-model.zero_grad()
-model(a_minus_b).sum().backward()
-assert model.combine["*"].weight.grad is None, "a tree without '*' must not use combine['*']"
-assert model.leaf.weight.grad is not None, "gradients must reach the leaves"
-print("Visible tests passed.")
+with exercise(6):
+    minitorch.manual_seed(0)
+    model = TreeNet(4)
+    keys = list(model.state_dict())
+    for key in (
+        "leaf.weight",
+        "combine.+.weight",
+        "combine.-.bias",
+        "combine.*.weight",
+        "out.bias",
+    ):
+        assert key in keys, f"missing parameter {key}; you have {keys}"
+    leaf = ExprTree(value=0.5)
+    out = model(leaf)
+    assert out.shape == (1,), f"forward returns shape [1], got {list(out.shape)}"
+    expected = model.out(model.leaf(minitorch.tensor([0.5])).tanh())
+    assert close(out, expected), "a leaf's encoding is tanh(leaf([value]))"
+    a_minus_b = ExprTree(op="-", left=ExprTree(value=1.0), right=ExprTree(value=2.0))
+    b_minus_a = ExprTree(op="-", left=ExprTree(value=2.0), right=ExprTree(value=1.0))
+    assert not close(model(a_minus_b), model(b_minus_a)), "1 - 2 and 2 - 1 must differ"
+    one, two = (model.leaf(minitorch.tensor([v])).tanh() for v in (1.0, 2.0))
+    expected = model.out(model.combine["-"](minitorch.cat([one, two])).tanh())
+    assert close(model(a_minus_b), expected), (
+        "1 - 2 is out(tanh(combine['-'](cat([encoding of 1, encoding of 2])))): left first"
+    )
+    model.zero_grad()
+    model(a_minus_b).sum().backward()
+    assert model.combine["*"].weight.grad is None, "a tree without '*' must not use combine['*']"
+    assert model.leaf.weight.grad is not None, "gradients must reach the leaves"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
 
 grade.tree_net(TreeNet)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# Every tree builds its own graph, with the tree's shape. Below, side by side, your
+# `TreeNet` on `1 + 2` (left) and on `(1 - 2) * 3` (right): one `CatBackward0` per operator
+# node, `combine["+"]` in the left graph only, `combine["-"]` and `combine["*"]` in the
+# right one, and one `AccumulateGrad` for `leaf.weight` that collects the gradients of all
+# the leaves.
+
+# %%
+with exercise(6):
+    minitorch.manual_seed(0)
+    small_tree_net = TreeNet(2)
+    one, two, three = (ExprTree(value=v) for v in (1.0, 2.0, 3.0))
+    tree_outs, tree_titles = [], []
+    for tree in (
+        ExprTree(op="+", left=one, right=two),
+        ExprTree(op="*", left=ExprTree(op="-", left=one, right=two), right=three),
+    ):
+        tree_outs.append(small_tree_net(tree))
+        tree_titles.append(f"{tree}: {tree.size()} nodes")
+    tree_names = {n: (p, p) for n, p in small_tree_net.named_parameters()}
+    minitorch.viz.show_side_by_side(*tree_outs, tree_names, titles=tuple(tree_titles))
 
 # %% [markdown]
 # Training such a model is ordinary: sum (or average) the losses of the trees of a
@@ -1014,24 +1248,26 @@ grade.tree_net(TreeNet)
 
 # %%
 train_trees, train_values = make_expression_trees(160, max_depth=2, seed=2)
-minitorch.manual_seed(0)
-tree_model = TreeNet(16)
-optimizer = minitorch.optim.Adam(tree_model.parameters(), lr=0.01)
-tree_losses = []
-for _ in range(8):
-    for start in range(0, len(train_trees), 16):
-        batch = range(start, start + 16)
-        loss = sum(((tree_model(train_trees[i]) - train_values[i]) ** 2).sum() for i in batch) / 16
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        tree_losses.append(loss.item())
-plt.figure(figsize=(6, 3))
-plt.semilogy(tree_losses)
-plt.xlabel("step (16 trees each)")
-plt.ylabel("mean squared error")
-plt.title("TreeNet: a different graph for every tree")
-plt.show()
+with exercise(6):
+    minitorch.manual_seed(0)
+    tree_model = TreeNet(16)
+    optimizer = minitorch.optim.Adam(tree_model.parameters(), lr=0.01)
+    tree_losses = []
+    for _ in range(8):
+        for start in range(0, len(train_trees), 16):
+            batch = range(start, start + 16)
+            errors = [(tree_model(train_trees[i]) - train_values[i]) ** 2 for i in batch]
+            loss = sum(error.sum() for error in errors) / 16
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            tree_losses.append(loss.item())
+    plt.figure(figsize=(6, 3))
+    plt.semilogy(tree_losses)
+    plt.xlabel("step (16 trees each)")
+    plt.ylabel("mean squared error")
+    plt.title("TreeNet: a different graph for every tree")
+    plt.show()
 
 # %% [markdown]
 # ## 9. What is saved: the parameters, not the forward pass
@@ -1045,7 +1281,9 @@ plt.show()
 # %%
 # NBVAL_CHECK_OUTPUT
 folder = tempfile.mkdtemp()
-for lib in (torch, minitorch):
+
+
+def save_and_load(lib):
     lib.manual_seed(0)
     model = lib.nn.ModuleDict(
         {"encoder": lib.nn.Linear(2, 3), "steps": lib.nn.ModuleList([lib.nn.Linear(3, 3)])}
@@ -1053,9 +1291,13 @@ for lib in (torch, minitorch):
     path = os.path.join(folder, f"{lib.__name__}.pt")
     lib.save(model.state_dict(), path)
     state = lib.load(path)
-    print(f"{lib.__name__:>9}: saved {list(state)}")
     library = type(state["encoder.weight"]).__module__.split(".")[0]
-    print(f"{' ':>9}  an {type(state).__name__} of {library}.Tensor")
+    print(f"an {type(state).__name__} of {library}.Tensor:")
+    for name, tensor in state.items():
+        print(f"  {name}: {list(tensor.shape)}")
+
+
+compare(save_and_load, (torch, minitorch))
 
 # %% [markdown]
 # `load_state_dict(state)` is strict by default: it raises a `RuntimeError` that lists
@@ -1275,14 +1517,21 @@ def predict_loading():
 
 
 # %% nbgrader={"grade_id": "ex7_predict_loading_tests", "grade": true, "points": 2}
-predictions = predict_loading()
-assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
-missing = sorted(set(TARGETS) - set(predictions))
-assert not missing, f"no prediction for targets {missing}"
-outcomes = ("same_output", "different_output", "missing_keys", "unexpected_keys", "size_mismatch")
-for key, guess in predictions.items():
-    assert guess in outcomes, f"{key!r}: {guess!r} is not one of {outcomes}"
-print("Your predictions are well formed; the hidden tests run the targets.")
+with exercise(7):
+    predictions = predict_loading()
+    assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
+    missing = sorted(set(TARGETS) - set(predictions))
+    assert not missing, f"no prediction for targets {missing}"
+    outcomes = (
+        "same_output",
+        "different_output",
+        "missing_keys",
+        "unexpected_keys",
+        "size_mismatch",
+    )
+    for key, guess in predictions.items():
+        assert guess in outcomes, f"{key!r}: {guess!r} is not one of {outcomes}"
+    print("Your predictions are well formed; the hidden tests run the targets.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.dynamic_models import grade
@@ -1299,6 +1548,11 @@ grade.predict_loading(predict_loading)
 # - A parameter gets a gradient only from passes that used it. Once used, its `.grad`
 #   stays a tensor (not updated by later passes) until `zero_grad()` sets it back to
 #   None; zero tensors still get stepped by momentum and weight decay.
+# - A model that draws its depth per batch still owns, and saves, all its layers; a step
+#   leaves `.grad` None on the layers it did not reach.
+# - `no_grad` inside `forward` cuts every layer before the block off from the loss, and the
+#   loss still goes down. To keep a layer from training, freeze its parameters
+#   (`requires_grad_(False)`).
 # - Using a module several times shares its parameters; their gradient is the sum over
 #   the uses.
 # - Per-sample paths in a batch: run each branch once on the rows routed to it (boolean

@@ -28,7 +28,9 @@
 # - walk a graph of any depth without recursion, list, count and find what is in it;
 # - predict which tensors require grad, which are leaves and which node made them;
 # - add a new differentiable op with a `Function` (forward and backward) and check it;
-# - explain why a model with data-dependent control flow builds graphs of different sizes.
+# - train a small model with a loop you write, and say which nodes a new term adds to its graph;
+# - explain why a model with data-dependent control flow builds graphs of different sizes, and
+#   why the parameters of a branch not taken have a `.grad` that is `None`, not zeros.
 #
 # Everything runs on **PyTorch** and on **minitorch**, this course's from-scratch autograd
 # library, which records the same graph with the same names. Your code must work on both.
@@ -36,6 +38,8 @@
 # There are **7 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+# "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
+# line and lets the cells after it run.
 
 # %%
 import math
@@ -46,6 +50,7 @@ import torch
 
 import minitorch
 from minitorch.autograd import Function
+from minitorch.notebook import exercise
 
 # One seed for both libraries: minitorch draws its random numbers from torch's generator,
 # which manual_seed returns (kept in `_` so that Jupyter does not print it).
@@ -61,22 +66,29 @@ _ = minitorch.manual_seed(0)
 # order. Following `next_functions` from the output walks the graph back to the inputs,
 # which is exactly the path `backward()` takes.
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def first_nodes(lib):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     w = lib.tensor([0.5, -1.0, 2.0])
     out = (x * w + x.sin()).sum()
-    print(f"{lib.__name__}: out.grad_fn is {out.grad_fn.name()}")
+    print(f"out.grad_fn is {out.grad_fn.name()}")
     add = out.grad_fn.next_functions[0][0]
-    print(f"   {add.name()}.next_functions:")
+    print(f"{add.name()}.next_functions:")
     for node, output_nr in add.next_functions:
-        print(f"      ({node.name()}, {output_nr})")
+        print(f"   ({node.name()}, {output_nr})")
+
+
+minitorch.viz.compare(first_nodes, (torch, minitorch))
 
 
 # %% [markdown]
-# Both libraries print the same graph. Nothing was declared in advance: the graph *is* the
-# trace of the Python code that ran. This is what "dynamic" or "define-by-run" means.
+# `minitorch.viz.compare(demo, (torch, minitorch))` runs `demo` once with each library and
+# prints the two outputs as columns; a `≠` between the columns would mark a line where they
+# differ. Here there is none: both libraries record the same graph. Nothing was declared in
+# advance: the graph *is* the trace of the Python code that ran. This is what "dynamic" or
+# "define-by-run" means.
 #
 # ## 2. Leaves, `requires_grad` and `AccumulateGrad`
 #
@@ -94,22 +106,21 @@ for lib in (torch, minitorch):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def describe(name, t):
-    grad_fn = t.grad_fn.name() if t.grad_fn is not None else None
-    flags = f"requires_grad={t.requires_grad!s:5}  is_leaf={t.is_leaf!s:5}"
-    print(f"  {name}: {flags}  grad_fn={grad_fn}")
-
-
-for lib in (torch, minitorch):
-    print(lib.__name__)
+def leaves_and_flags(lib):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)  # a parameter
     w = lib.tensor([0.5, -1.0, 2.0])  # data
     y = x * w
+    print("   requires_grad  is_leaf  grad_fn")
     for name, t in (("x", x), ("w", w), ("y", y)):
-        describe(name, t)
-    edges = [(n.name() if n is not None else None, nr) for n, nr in y.grad_fn.next_functions]
-    print("  y.grad_fn.next_functions:", edges)
-    print("  AccumulateGrad.variable is x:", y.grad_fn.next_functions[0][0].variable is x)
+        grad_fn = t.grad_fn.name() if t.grad_fn is not None else None
+        print(f"{name}  {t.requires_grad!s:13}  {t.is_leaf!s:7}  {grad_fn}")
+    print("y.grad_fn.next_functions:")
+    for node, output_nr in y.grad_fn.next_functions:
+        print(f"   ({node.name() if node is not None else None}, {output_nr})")
+    print("AccumulateGrad.variable is x:", y.grad_fn.next_functions[0][0].variable is x)
+
+
+minitorch.viz.compare(leaves_and_flags, (torch, minitorch))
 
 
 # %% [markdown]
@@ -123,18 +134,20 @@ for lib in (torch, minitorch):
 # NBVAL_CHECK_OUTPUT
 def print_tree(node, depth=0):
     """Print the graph below `node` as a tree, one line per path (recursive: small graphs)."""
-    print("    " * depth + (node.name() if node is not None else "None"))
+    print("   " * depth + (node.name() if node is not None else "None"))
     if node is not None:
         for next_node, _ in node.next_functions:
             print_tree(next_node, depth + 1)
 
 
-for lib in (torch, minitorch):
+def tree_of_shared_value(lib):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     a = x * 2
     out = (a * a + a).sum()
-    print(lib.__name__)
     print_tree(out.grad_fn)
+
+
+minitorch.viz.compare(tree_of_shared_value, (torch, minitorch))
 
 
 # %% [markdown]
@@ -215,35 +228,36 @@ def collect_nodes(tensor):
 
 
 # %% nbgrader={"grade_id": "ex1_collect_nodes_tests", "grade": true, "points": 4}
-x = torch.tensor([1.0, 2.0], requires_grad=True)
-a = x * 2
-out = (a * a + a).sum()
-names = [node.name() for node in collect_nodes(out)]
-expected = [
-    "SumBackward0",
-    "AddBackward0",
-    "MulBackward0",
-    "MulBackward0",
-    "torch::autograd::AccumulateGrad",
-]
-assert names == expected, f"collect_nodes((a * a + a).sum()): expected {expected}, got {names}"
-assert collect_nodes(x) == [], "x is a leaf (no grad_fn): collect_nodes(x) should be []"
+with exercise(1):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    out = (a * a + a).sum()
+    names = [node.name() for node in collect_nodes(out)]
+    expected = [
+        "SumBackward0",
+        "AddBackward0",
+        "MulBackward0",
+        "MulBackward0",
+        "torch::autograd::AccumulateGrad",
+    ]
+    assert names == expected, f"collect_nodes((a * a + a).sum()): expected {expected}, got {names}"
+    assert collect_nodes(x) == [], "x is a leaf (no grad_fn): collect_nodes(x) should be []"
 
-out = (x.exp().exp() + x.sin()).sum()
-names = [node.name() for node in collect_nodes(out)]
-expected = ["SumBackward0", "AddBackward0", "ExpBackward0", "SinBackward0", "ExpBackward0"]
-expected.append("torch::autograd::AccumulateGrad")
-assert names == expected, f"breadth-first order: expected {expected}, got {names}"
+    out = (x.exp().exp() + x.sin()).sum()
+    names = [node.name() for node in collect_nodes(out)]
+    expected = ["SumBackward0", "AddBackward0", "ExpBackward0", "SinBackward0", "ExpBackward0"]
+    expected.append("torch::autograd::AccumulateGrad")
+    assert names == expected, f"breadth-first order: expected {expected}, got {names}"
 
-h = minitorch.tensor([1.0, 2.0], requires_grad=True)
-for _ in range(5000):
-    h = h * 1.0
-try:
-    count = len(collect_nodes(h))
-except RecursionError:
-    raise AssertionError("collect_nodes recursed too deep on 5,000 ops: use a deque") from None
-assert count == 5001, f"a chain of 5,000 ops has 5,001 nodes (AccumulateGrad too), got {count}"
-print("Visible tests passed.")
+    h = minitorch.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(5000):
+        h = h * 1.0
+    try:
+        count = len(collect_nodes(h))
+    except RecursionError:
+        raise AssertionError("collect_nodes recursed too deep on 5,000 ops: use a deque") from None
+    assert count == 5001, f"a chain of 5,000 ops has 5,001 nodes (AccumulateGrad too), got {count}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -283,21 +297,22 @@ def count_ops(tensor):
 
 
 # %% nbgrader={"grade_id": "ex2_count_ops_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    x = lib.tensor([0.5, 1.0], requires_grad=True)
-    a = x.exp()
-    out = (a * a + a.sin() * a).sum()
-    counts = count_ops(out)
-    expected = {
-        "SumBackward0": 1,
-        "AddBackward0": 1,
-        "MulBackward0": 2,
-        "ExpBackward0": 1,
-        "SinBackward0": 1,
-    }
-    assert counts == expected, f"{lib.__name__}: expected {expected}, got {counts}"
-    assert count_ops(x) == {}, f"{lib.__name__}: a leaf has no ops, got {count_ops(x)}"
-print("Visible tests passed.")
+with exercise(2):
+    for lib in (torch, minitorch):
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        a = x.exp()
+        out = (a * a + a.sin() * a).sum()
+        counts = count_ops(out)
+        expected = {
+            "SumBackward0": 1,
+            "AddBackward0": 1,
+            "MulBackward0": 2,
+            "ExpBackward0": 1,
+            "SinBackward0": 1,
+        }
+        assert counts == expected, f"{lib.__name__}: expected {expected}, got {counts}"
+        assert count_ops(x) == {}, f"{lib.__name__}: a leaf has no ops, got {count_ops(x)}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -342,28 +357,29 @@ def find_leaves(tensor):
 
 
 # %% nbgrader={"grade_id": "ex3_find_leaves_tests", "grade": true, "points": 4}
-for lib in (torch, minitorch):
-    w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    b = lib.tensor([0.5, -0.5], requires_grad=True)
-    x = lib.tensor([1.0, 1.0])
-    out = (w @ x + b).tanh().sum()
-    name = lib.__name__
-    try:
-        leaves = find_leaves(out)
-    except RuntimeError as error:
-        if "ambiguous" not in str(error):
-            raise
-        hint = "compare tensors with `is`, not `in` or `==`"
-        raise AssertionError(f"{name}: {error}: {hint}") from None
-    assert isinstance(leaves, list), f"{name}: return a list, not {type(leaves).__name__}"
-    assert len(leaves) == 2, f"{name}: out depends on 2 leaves with grad, got {len(leaves)}"
-    got = [{id(b): "b", id(w): "w"}.get(id(t), type(t).__name__) for t in leaves]
-    order = "in collect_nodes's order (exercise 1)"
-    assert got == ["b", "w"], f"{name}: expected the tensors [b, w] {order}, got {got}"
-    alone = find_leaves(w)
-    assert len(alone) == 1 and alone[0] is w, f"{name}: find_leaves(w) should be [w]"
-    assert find_leaves(x * 2) == [], f"{name}: x * 2 does not require grad: expected []"
-print("Visible tests passed.")
+with exercise(3):
+    for lib in (torch, minitorch):
+        w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = lib.tensor([0.5, -0.5], requires_grad=True)
+        x = lib.tensor([1.0, 1.0])
+        out = (w @ x + b).tanh().sum()
+        name = lib.__name__
+        try:
+            leaves = find_leaves(out)
+        except RuntimeError as error:
+            if "ambiguous" not in str(error):
+                raise
+            hint = "compare tensors with `is`, not `in` or `==`"
+            raise AssertionError(f"{name}: {error}: {hint}") from None
+        assert isinstance(leaves, list), f"{name}: return a list, not {type(leaves).__name__}"
+        assert len(leaves) == 2, f"{name}: out depends on 2 leaves with grad, got {len(leaves)}"
+        got = [{id(b): "b", id(w): "w"}.get(id(t), type(t).__name__) for t in leaves]
+        order = "in collect_nodes's order (exercise 1)"
+        assert got == ["b", "w"], f"{name}: expected the tensors [b, w] {order}, got {got}"
+        alone = find_leaves(w)
+        assert len(alone) == 1 and alone[0] is w, f"{name}: find_leaves(w) should be [w]"
+        assert find_leaves(x * 2) == [], f"{name}: x * 2 does not require grad: expected []"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -515,17 +531,20 @@ def predict_flags():
 
 
 # %% nbgrader={"grade_id": "ex4_predict_flags_tests", "grade": true, "points": 4}
-predictions = predict_flags()
-assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
-missing = sorted(set(SNIPPETS) - set(predictions))
-assert not missing, f"no prediction for snippets {missing}"
-for key, guess in predictions.items():
-    assert isinstance(guess, tuple) and len(guess) == 3, f"{key!r}: a tuple of three, not {guess!r}"
-    requires_grad, is_leaf, name = guess
-    assert isinstance(requires_grad, bool), f"{key!r}: requires_grad must be True or False"
-    assert isinstance(is_leaf, bool), f"{key!r}: is_leaf must be True or False"
-    assert name is None or name.endswith("Backward0"), f"{key!r}: 'MulBackward0' or None?"
-print("Your predictions are well formed; the hidden tests run the snippets.")
+with exercise(4):
+    predictions = predict_flags()
+    assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
+    missing = sorted(set(SNIPPETS) - set(predictions))
+    assert not missing, f"no prediction for snippets {missing}"
+    for key, guess in predictions.items():
+        assert isinstance(guess, tuple) and len(guess) == 3, (
+            f"{key!r}: a tuple of three, not {guess!r}"
+        )
+        requires_grad, is_leaf, name = guess
+        assert isinstance(requires_grad, bool), f"{key!r}: requires_grad must be True or False"
+        assert isinstance(is_leaf, bool), f"{key!r}: is_leaf must be True or False"
+        assert name is None or name.endswith("Backward0"), f"{key!r}: 'MulBackward0' or None?"
+    print("Your predictions are well formed; the hidden tests run the snippets.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -621,17 +640,20 @@ class Softplus(Function):
 
 
 # %% nbgrader={"grade_id": "ex5_softplus_tests", "grade": true, "points": 4}
-values = [-2.0, 0.0, 0.5, 3.0]
-x = minitorch.tensor(values, dtype=minitorch.float64, requires_grad=True)
-y = Softplus.apply(x, 2.0)
-expected = torch.nn.functional.softplus(torch.tensor(values, dtype=torch.float64), beta=2.0)
-got = torch.tensor(y.tolist(), dtype=torch.float64)
-assert torch.allclose(got, expected), f"forward: expected {expected.tolist()}, got {got.tolist()}"
-assert y.grad_fn is not None, "Softplus.apply(x, 2.0) was not recorded: use Softplus.apply"
-for beta in (1.0, 2.0):
-    passed = minitorch.autograd.gradcheck(lambda t, beta=beta: Softplus.apply(t, beta), (x,))
-    assert passed, f"gradcheck failed for beta={beta}"
-print("Visible tests passed.")
+with exercise(5):
+    values = [-2.0, 0.0, 0.5, 3.0]
+    x = minitorch.tensor(values, dtype=minitorch.float64, requires_grad=True)
+    y = Softplus.apply(x, 2.0)
+    expected = torch.nn.functional.softplus(torch.tensor(values, dtype=torch.float64), beta=2.0)
+    got = torch.tensor(y.tolist(), dtype=torch.float64)
+    assert torch.allclose(got, expected), (
+        f"forward: expected {expected.tolist()}, got {got.tolist()}"
+    )
+    assert y.grad_fn is not None, "Softplus.apply(x, 2.0) was not recorded: use Softplus.apply"
+    for beta in (1.0, 2.0):
+        passed = minitorch.autograd.gradcheck(lambda t, beta=beta: Softplus.apply(t, beta), (x,))
+        assert passed, f"gradcheck failed for beta={beta}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -671,24 +693,25 @@ def f_and_gradients(lib, x0, y0):
 
 
 # %% nbgrader={"grade_id": "ex6_f_and_gradients_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    name = lib.__name__
-    try:
-        out, df_dx, df_dy = f_and_gradients(lib, 2.0, 3.0)
-    except NotImplementedError as error:
-        if "xor" not in str(error):
-            raise
-        raise AssertionError(f"{name}: {error}: `^` is xor in Python, `**` a power") from None
-    assert isinstance(out, lib.Tensor) and out.dim() == 0, f"{name}: out must be a 0-d tensor"
-    assert out.grad_fn is not None, f"{name}: out has no grad_fn: did x and y require grad?"
-    f_ok = 4 + 27 - math.sin(6)
-    assert abs(out.item() - f_ok) < 1e-9, f"{name}: f(2, 3): expected {f_ok}, got {out.item()}"
-    assert isinstance(df_dx, float) and isinstance(df_dy, float), f"{name}: return floats"
-    # By hand: df/dx = 2x - y cos(xy), df/dy = 3y^2 - x cos(xy).
-    dx_ok, dy_ok = 4 - 3 * math.cos(6), 27 - 2 * math.cos(6)
-    assert abs(df_dx - dx_ok) < 1e-9, f"{name}: df/dx at (2, 3): expected {dx_ok}, got {df_dx}"
-    assert abs(df_dy - dy_ok) < 1e-9, f"{name}: df/dy at (2, 3): expected {dy_ok}, got {df_dy}"
-print("Visible tests passed.")
+with exercise(6):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        try:
+            out, df_dx, df_dy = f_and_gradients(lib, 2.0, 3.0)
+        except NotImplementedError as error:
+            if "xor" not in str(error):
+                raise
+            raise AssertionError(f"{name}: {error}: `^` is xor in Python, `**` a power") from None
+        assert isinstance(out, lib.Tensor) and out.dim() == 0, f"{name}: out must be a 0-d tensor"
+        assert out.grad_fn is not None, f"{name}: out has no grad_fn: did x and y require grad?"
+        f_ok = 4 + 27 - math.sin(6)
+        assert abs(out.item() - f_ok) < 1e-9, f"{name}: f(2, 3): expected {f_ok}, got {out.item()}"
+        assert isinstance(df_dx, float) and isinstance(df_dy, float), f"{name}: return floats"
+        # By hand: df/dx = 2x - y cos(xy), df/dy = 3y^2 - x cos(xy).
+        dx_ok, dy_ok = 4 - 3 * math.cos(6), 27 - 2 * math.cos(6)
+        assert abs(df_dx - dx_ok) < 1e-9, f"{name}: df/dx at (2, 3): expected {dx_ok}, got {df_dx}"
+        assert abs(df_dy - dy_ok) < 1e-9, f"{name}: df/dy at (2, 3): expected {dy_ok}, got {df_dy}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -696,27 +719,164 @@ from solutions.graph_construction import grade
 grade.f_and_gradients(f_and_gradients)
 ### END HIDDEN TESTS
 
+
 # %%
 # NBVAL_CHECK_OUTPUT
-for lib in (torch, minitorch):
+def f_at_2_3(lib):
     out, df_dx, df_dy = f_and_gradients(lib, 2.0, 3.0)
-    print(f"{lib.__name__:>9}: f(2, 3) = {out.item():.6f}", end="")
-    print(f"   df/dx = {df_dx:.6f}   df/dy = {df_dy:.6f}")
-print(f"  by hand: df/dx = 2x - y cos(xy) = {4 - 3 * math.cos(6):.6f}", end="")
-print(f"   df/dy = 3y^2 - x cos(xy) = {27 - 2 * math.cos(6):.6f}")
+    print(f"f(2, 3) = {out.item():.6f}")
+    print(f"df/dx   = {df_dx:.6f}")
+    print(f"df/dy   = {df_dy:.6f}")
+
+
+with exercise(6):
+    minitorch.viz.compare(f_at_2_3, (torch, minitorch))
+print(f"by hand: df/dx = 2x - y cos(xy)   = {4 - 3 * math.cos(6):.6f}")
+print(f"         df/dy = 3y^2 - x cos(xy) = {27 - 2 * math.cos(6):.6f}")
 
 # %% [markdown]
 # The graph of f, as both libraries recorded it:
 
 # %%
-torch_f = f_and_gradients(torch, 2.0, 3.0)[0]
-minitorch_f = f_and_gradients(minitorch, 2.0, 3.0)[0]
-(tx, ty), (mx, my) = find_leaves(torch_f), find_leaves(minitorch_f)
-minitorch.viz.show_side_by_side(torch_f, minitorch_f, {"x": (tx, mx), "y": (ty, my)})
+with exercise(6):
+    torch_f = f_and_gradients(torch, 2.0, 3.0)[0]
+    minitorch_f = f_and_gradients(minitorch, 2.0, 3.0)[0]
+    (tx, ty), (mx, my) = find_leaves(torch_f), find_leaves(minitorch_f)
+    minitorch.viz.show_side_by_side(torch_f, minitorch_f, {"x": (tx, mx), "y": (ty, my)})
 
 
 # %% [markdown]
-# ## 5. Graphs that change from one forward to the next
+# ## 5. A model is a graph too: fitting a line, then a parabola
+#
+# Training repeats one step: the forward pass computes the loss and records its graph,
+# `backward()` walks the graph and fills each parameter's `.grad`, and the optimizer moves
+# each parameter a little against its gradient. Here `lib.optim.SGD(params, lr)` does the
+# moving (`step()` subtracts `lr * p.grad` from each parameter `p`) and the resetting of
+# `.grad` (`zero_grad()`); notebook 2 opens both up.
+#
+# The data is a noisy parabola. A line $y = wx + b$ cannot follow it; a parabola
+# $y = ax^2 + bx + c$ can. Both models start at zero and are trained by the same loop,
+# on PyTorch and on minitorch.
+
+
+# %%
+gen = torch.Generator().manual_seed(3)
+x_points = torch.rand(40, generator=gen, dtype=torch.float64) * 2 - 1
+noise = torch.randn(40, generator=gen, dtype=torch.float64)
+y_points = 1.5 * x_points**2 - x_points + 0.3 + 0.1 * noise
+
+
+def parameter(lib):
+    """A float64 0-d leaf that requires grad, starting at 0."""
+    return lib.tensor(0.0, dtype=lib.float64, requires_grad=True)
+
+
+def line_model(lib):
+    """y = w * x + b: returns (model, its parameters by name)."""
+    w, b = parameter(lib), parameter(lib)
+    return (lambda x: w * x + b), {"w": w, "b": b}
+
+
+def parabola_model(lib):
+    """y = a * x**2 + b * x + c: returns (model, its parameters by name)."""
+    a, b, c = parameter(lib), parameter(lib), parameter(lib)
+    return (lambda x: a * x**2 + b * x + c), {"a": a, "b": b, "c": c}
+
+
+def train(lib, make_model, steps=60, lr=0.5):
+    """Fit the model to the points by SGD on the mean squared error.
+
+    Returns (parameters by name, the loss before each step)."""
+    model, params = make_model(lib)
+    x = lib.tensor(x_points.tolist(), dtype=lib.float64)
+    y = lib.tensor(y_points.tolist(), dtype=lib.float64)
+    optimizer = lib.optim.SGD(params.values(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()  # forward: records a new graph
+        loss.backward()  # walks it: fills w.grad, b.grad, ...
+        optimizer.step()  # moves every parameter against its .grad
+        losses.append(loss.item())
+    return params, losses
+
+
+MODELS = {"line": line_model, "parabola": parabola_model}
+fits = {}
+for lib in (torch, minitorch):
+    fits[lib.__name__] = {name: train(lib, make_model) for name, make_model in MODELS.items()}
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def fit_report(lib):
+    (line, line_losses), (parabola, parabola_losses) = fits[lib.__name__].values()
+    print("step  loss: line  parabola")
+    for step in (0, 1, 5, 20, 59):
+        print(f"{step:>4}  {line_losses[step]:10.4f}  {parabola_losses[step]:8.4f}")
+    for name, params in (("line", line), ("parabola", parabola)):
+        print(f"{name}: " + ", ".join(f"{k} = {p.item():.3f}" for k, p in params.items()))
+
+
+minitorch.viz.compare(fit_report, (torch, minitorch))
+
+# %%
+w, b = (p.item() for p in fits["minitorch"]["line"][0].values())
+a, b2, c = (p.item() for p in fits["minitorch"]["parabola"][0].values())
+grid = torch.linspace(-1, 1, 50, dtype=torch.float64)
+fig, ax = plt.subplots(figsize=(5, 3.2))
+ax.scatter(x_points, y_points, s=10, color="gray", label="data")
+ax.plot(grid, w * grid + b, label=f"line: {w:.2f} x + {b:.2f}")
+ax.plot(grid, a * grid**2 + b2 * grid + c, label=f"parabola: {a:.2f} x² {b2:+.2f} x {c:+.2f}")
+ax.set_xlabel("x")
+ax.set_ylabel("y")
+ax.set_title("Two models, one training loop (minitorch)")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# What did the extra term change in the graph? Below, the graphs of the two models' losses
+# side by side (minitorch draws them; PyTorch records the same nodes), and what your
+# `count_ops` finds in them:
+
+# %%
+x = minitorch.tensor(x_points.tolist(), dtype=minitorch.float64)
+y = minitorch.tensor(y_points.tolist(), dtype=minitorch.float64)
+model_losses, model_params = {}, {}
+for name, make_model in MODELS.items():
+    model, model_params[name] = make_model(minitorch)
+    model_losses[name] = ((model(x) - y) ** 2).mean()
+line_params, parabola_params = model_params["line"], model_params["parabola"]
+# a name missing from one model (w, a, c) is given as None there: it names no leaf
+names = {n: (line_params.get(n), parabola_params.get(n)) for n in line_params | parabola_params}
+minitorch.viz.show_side_by_side(
+    model_losses["line"],
+    model_losses["parabola"],
+    names,
+    titles=("The loss of the line", "The loss of the parabola"),
+)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+with exercise(2):
+    line_ops, parabola_ops = count_ops(model_losses["line"]), count_ops(model_losses["parabola"])
+    print("op             line  parabola")
+    for op, count in parabola_ops.items():
+        print(f"{op:13} {line_ops.get(op, 0):>5} {count:>9}")
+
+# %% [markdown]
+# The parabola's graph has one more leaf, `a`, and two more ops: a `MulBackward0` for
+# `a * x**2` and an `AddBackward0` for the `+` that joins it to the rest. There is **no**
+# `PowBackward0` for `x**2`: `x` is data, which requires no grad, so `x**2` is computed but
+# not recorded (the rules of section 2); the product records a node only because `a`
+# requires grad. The `PowBackward0` in both graphs is the loss's `** 2`, applied to the
+# residual `model(x) - y`, which does require grad. Had `x` required grad (to ask how the
+# loss changes with the inputs), `x**2` would record a `PowBackward0` as well.
+#
+# The training loop did not change at all: a bigger model is a bigger graph, recorded anew
+# at every step, and `backward()` walks whatever graph the forward pass left.
+#
+# ## 6. Graphs that change from one forward to the next
 #
 # Since the graph is the trace of the code that ran, Python's `if`, `for` and `while`
 # decide its shape, and they may depend on the data. Two calls of the same function can
@@ -731,14 +891,79 @@ def branchy(x):
     return x.exp().sum()
 
 
-for lib in (torch, minitorch):
+def branchy_graphs(lib):
     for values in ([1.0, 2.0], [-1.0, -2.0]):
-        x = lib.tensor(values, requires_grad=True)
-        names = [node.name() for node in collect_nodes(branchy(x))]
-        print(f"{lib.__name__:>9} {values}: {names}")
+        print(f"x = {values}:")
+        for node in collect_nodes(branchy(lib.tensor(values, requires_grad=True))):
+            print(f"   {node.name()}")
+
+
+with exercise(1):
+    minitorch.viz.compare(branchy_graphs, (torch, minitorch))
 
 
 # %% [markdown]
+# A branch that is not taken records nothing, so the parameters only it uses get no
+# gradient: after `backward()` their `.grad` is **`None`**, which means "no backward has
+# reached this leaf", not a tensor of zeros. Below, a shared layer feeds two heads, and the
+# forward of step $t$ uses head A when $t$ is even, head B when it is odd. Each row shows
+# what the `.grad` of each head's weight holds after backward, and which heads
+# `optimizer.step()` then moved.
+#
+# `optimizer.zero_grad()` (and `module.zero_grad()`, the same for a module's parameters)
+# sets `.grad` to `None` by default. With `set_to_none=False` it fills an existing `.grad`
+# with zeros instead, so a head used once keeps a zero `.grad` on every step that skips it.
+# The optimizer sees the difference: `step()` skips a parameter whose `.grad` is `None`, but
+# updates one whose gradient is zero, and with momentum (0.9 here) that update still moves
+# it.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def grad_state(param):
+    """What `param.grad` holds: "None", "zeros" or "values"."""
+    if param.grad is None:
+        return "None"
+    return "values" if param.grad.any().item() else "zeros"
+
+
+def train_two_heads(lib, set_to_none):
+    """Four SGD steps of a shared layer and two heads; step t uses head A if t is even, else B."""
+    lib.manual_seed(0)
+    shared = lib.nn.Linear(2, 2)
+    heads = {"A": lib.nn.Linear(2, 1), "B": lib.nn.Linear(2, 1)}
+    params = [*shared.parameters(), *heads["A"].parameters(), *heads["B"].parameters()]
+    optimizer = lib.optim.SGD(params, lr=0.1, momentum=0.9)
+    x = lib.tensor([[1.0, 2.0]])
+    print("step head  A.grad  B.grad  moved")
+    for step in range(4):
+        taken, not_taken = ("A", "B") if step % 2 == 0 else ("B", "A")
+        optimizer.zero_grad(set_to_none=set_to_none)
+        heads[taken](shared(x).tanh()).pow(2).sum().backward()
+        # The rule, checked: the head not taken has no .grad, unless zero_grad kept it as zeros.
+        kept_as_zeros = not set_to_none and step > 0
+        assert grad_state(heads[not_taken].weight) == ("zeros" if kept_as_zeros else "None")
+        before = {name: head.weight.tolist() for name, head in heads.items()}
+        optimizer.step()
+        moved = [name for name, head in heads.items() if head.weight.tolist() != before[name]]
+        state_a, state_b = grad_state(heads["A"].weight), grad_state(heads["B"].weight)
+        print(f"{step:>4} {taken:>4}  {state_a:6}  {state_b:6}  {' '.join(moved)}")
+
+
+print("optimizer.zero_grad(): .grad set to None")
+minitorch.viz.compare(lambda lib: train_two_heads(lib, True), (torch, minitorch))
+print()
+print("optimizer.zero_grad(set_to_none=False): .grad filled with zeros")
+minitorch.viz.compare(lambda lib: train_two_heads(lib, False), (torch, minitorch))
+
+
+# %% [markdown]
+# With the default, the head that a step does not take has no gradient and stays where it
+# is. With `set_to_none=False` it holds zeros from the step after its first use on, and
+# momentum keeps moving it on steps that never used it. (Plain SGD, without momentum or
+# weight decay, would leave it in place: `lr * 0` changes nothing.) Both libraries agree
+# row for row; the assert in the loop checks the rule on each of them.
+#
 # A model whose **depth depends on its input**: it applies the same layer (shared
 # parameters `weight` and `bias`) until the hidden state is small enough. A large input
 # needs more layers, so its graph is longer; the parameters still appear once each.
@@ -797,15 +1022,20 @@ def graph_sizes(model, inputs):
 
 
 # %% nbgrader={"grade_id": "ex7_graph_sizes_tests", "grade": true, "points": 3}
-for lib in (torch, minitorch):
-    model = make_model(make_parameters(lib))
-    inputs = [lib.tensor([s, s, s], dtype=lib.float64) for s in (0.1, 1.0, 10.0)]
-    sizes = graph_sizes(model, inputs)
-    name = lib.__name__
-    assert isinstance(sizes, list) and len(sizes) == 3, f"{name}: one count per input, got {sizes}"
-    assert sizes[0] < sizes[1] < sizes[2], f"{name}: larger inputs need more layers, got {sizes}"
-    assert sizes == [3, 23, 53], f"{name}: expected [3, 23, 53] (see the example), got {sizes}"
-print("Visible tests passed.")
+with exercise(7):
+    for lib in (torch, minitorch):
+        model = make_model(make_parameters(lib))
+        inputs = [lib.tensor([s, s, s], dtype=lib.float64) for s in (0.1, 1.0, 10.0)]
+        sizes = graph_sizes(model, inputs)
+        name = lib.__name__
+        assert isinstance(sizes, list) and len(sizes) == 3, (
+            f"{name}: one count per input, got {sizes}"
+        )
+        assert sizes[0] < sizes[1] < sizes[2], (
+            f"{name}: larger inputs need more layers, got {sizes}"
+        )
+        assert sizes == [3, 23, 53], f"{name}: expected [3, 23, 53] (see the example), got {sizes}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.graph_construction import grade
@@ -819,27 +1049,30 @@ gen = torch.Generator().manual_seed(1)
 scales = torch.logspace(-1.5, 2, 40, dtype=torch.float64)
 directions = torch.randn(40, 3, generator=gen, dtype=torch.float64)
 table = {}
-for lib in (torch, minitorch):
-    params = make_parameters(lib)
-    points = [(s * d / d.norm()).tolist() for s, d in zip(scales, directions)]
-    inputs = [lib.tensor(p, dtype=lib.float64) for p in points]
-    depths = [run_model(x, *params)[1] for x in inputs]
-    sizes = graph_sizes(make_model(params), inputs)
-    table[lib.__name__] = sorted(set(zip(depths, sizes)))
-assert table["torch"] == table["minitorch"]
-print("depth -> nodes:", ", ".join(f"{d} -> {n}" for d, n in table["torch"]))
+with exercise(7):
+    for lib in (torch, minitorch):
+        params = make_parameters(lib)
+        points = [(s * d / d.norm()).tolist() for s, d in zip(scales, directions)]
+        inputs = [lib.tensor(p, dtype=lib.float64) for p in points]
+        depths = [run_model(x, *params)[1] for x in inputs]
+        sizes = graph_sizes(make_model(params), inputs)
+        table[lib.__name__] = sorted(set(zip(depths, sizes)))
+    assert table["torch"] == table["minitorch"]
+    print("depth -> nodes:", ", ".join(f"{d} -> {n}" for d, n in table["torch"]))
 
 # %%
-assert len(table) == 2, "the cell above did not finish: it needs graph_sizes (exercise 7)"
-depths, sizes = zip(*table["torch"])
-fig, ax = plt.subplots(figsize=(5, 3.2))
-ax.plot(depths, sizes, "o-", label="PyTorch")
-ax.plot(*zip(*table["minitorch"]), "x", markersize=10, label="minitorch")
-ax.set_xlabel("depth (layers the input needed)")
-ax.set_ylabel("nodes in the graph")
-ax.set_title("One model, many graphs")
-ax.legend()
-plt.show()
+if len(table) < 2:
+    print("Exercise 7: graph_sizes() is not written yet; the plot needs the table above.")
+else:
+    depths, sizes = zip(*table["torch"])
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(depths, sizes, "o-", label="PyTorch")
+    ax.plot(*zip(*table["minitorch"]), "x", markersize=10, label="minitorch")
+    ax.set_xlabel("depth (layers the input needed)")
+    ax.set_ylabel("nodes in the graph")
+    ax.set_title("One model, many graphs")
+    ax.legend()
+    plt.show()
 
 # %% [markdown]
 # Each layer adds six nodes (`MulBackward0`, `MvBackward0`, `AddBackward0`,
@@ -858,6 +1091,11 @@ plt.show()
 # - A graph is a DAG, not a tree: walk it iteratively and remember what you have seen.
 # - A new op is a `Function`: forward saves what backward needs; backward applies the
 #   chain rule and returns one gradient per forward argument; `gradcheck` verifies it.
-# - Control flow that depends on the data gives a different graph on every forward.
+# - Training records a new graph at every step. A term that multiplies data by a parameter
+#   adds a `MulBackward0`, an `AddBackward0` and the parameter's `AccumulateGrad`; ops on
+#   data alone are not recorded.
+# - Control flow that depends on the data gives a different graph on every forward. The
+#   parameters of a branch not taken keep `.grad` `None`; `zero_grad(set_to_none=False)`
+#   leaves zeros instead, which an optimizer with momentum still steps on.
 #
 # Next notebook: how `backward()` walks this graph.

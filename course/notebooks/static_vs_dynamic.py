@@ -35,6 +35,8 @@
 # There are **8 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
+# "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
+# line and lets the cells after it run.
 
 # %%
 import time
@@ -48,6 +50,8 @@ import minitorch
 from minitorch import nn
 from minitorch.autograd.record import record_call, run
 from minitorch.autograd.watch import forward_with_ctx, watch_ops
+from minitorch.notebook import exercise
+from minitorch.viz import compare
 
 # One seed for both libraries: minitorch draws its random numbers from torch's generator,
 # which manual_seed returns (kept in `_` so that Jupyter does not print it).
@@ -152,10 +156,11 @@ def root_loss(lib, x):
     return y.sum()
 
 
-for lib in (torch, minitorch):
+def anomaly_demo(lib):
     point = lib.tensor([0.0, 1.0], requires_grad=True)
     root_loss(lib, point).backward()
-    print(f"{lib.__name__:>9}: without anomaly mode, point.grad = {point.grad.tolist()}")
+    print("without anomaly mode:")
+    print("  point.grad =", point.grad.tolist())
     point.grad = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -163,11 +168,16 @@ for lib in (torch, minitorch):
             with lib.autograd.detect_anomaly():
                 root_loss(lib, point).backward()
         except RuntimeError as error:
-            print(f"{lib.__name__:>9}: with anomaly mode: {error}")
+            print("with anomaly mode:")
+            print(" ", str(error).split(" values")[0])  # "Function '...' returned nan"
     (stack,) = [str(w.message) for w in caught if "Traceback of forward call" in str(w.message)]
     lines = stack.splitlines()
     here = next(i for i, line in enumerate(lines) if line.strip().endswith("in root_loss"))
-    print(" " * 11 + "the forward line it names:", lines[here + 1].strip())
+    print("the forward line it names:")
+    print(" ", lines[here + 1].split("#")[0].strip())
+
+
+compare(anomaly_demo, (torch, minitorch))
 
 # %% [markdown]
 # A static graph built ahead of time has no Python line to point at: the op that made the
@@ -370,19 +380,20 @@ def trace(fn, *inputs):
 
 
 # %% nbgrader={"grade_id": "ex1_trace_tests", "grade": true, "points": 4}
-t = trace(lambda x: (x * 2).sin(), minitorch.ones(3))
-assert t.inputs == [0] and t.outputs == [2], f"inputs {t.inputs}, outputs {t.outputs}"
-assert [s.function.__name__ for s in t.steps] == ["Mul", "Sin"], f"steps: {t.steps}"
-assert t.steps[0].args == [Slot(0), 2], f"Mul's args should be [Slot(0), 2]: {t.steps[0].args}"
-assert t.steps[1].args == [Slot(1)] and t.steps[1].outputs == [2], f"Sin step: {t.steps[1]}"
-t = trace(small_model, x)
-assert sorted(t.captured) == [1, 2], f"the layer's weight and bias are slots 1, 2: {t.captured}"
-assert t.captured[1] is layer.weight, "captured tensors are kept by reference, not copied"
-t = trace(branchy, x)
-guards = [s for s in t.steps if isinstance(s, Guard)]
-assert len(guards) == 1 and guards[0].kind == "bool", f"one bool read expected: {guards}"
-assert t.input_meta == [(x.shape, x.dtype)], f"input_meta: {t.input_meta}"
-print("Visible tests passed.")
+with exercise(1):
+    t = trace(lambda x: (x * 2).sin(), minitorch.ones(3))
+    assert t.inputs == [0] and t.outputs == [2], f"inputs {t.inputs}, outputs {t.outputs}"
+    assert [s.function.__name__ for s in t.steps] == ["Mul", "Sin"], f"steps: {t.steps}"
+    assert t.steps[0].args == [Slot(0), 2], f"Mul's args should be [Slot(0), 2]: {t.steps[0].args}"
+    assert t.steps[1].args == [Slot(1)] and t.steps[1].outputs == [2], f"Sin step: {t.steps[1]}"
+    t = trace(small_model, x)
+    assert sorted(t.captured) == [1, 2], f"the layer's weight and bias are slots 1, 2: {t.captured}"
+    assert t.captured[1] is layer.weight, "captured tensors are kept by reference, not copied"
+    t = trace(branchy, x)
+    guards = [s for s in t.steps if isinstance(s, Guard)]
+    assert len(guards) == 1 and guards[0].kind == "bool", f"one bool read expected: {guards}"
+    assert t.input_meta == [(x.shape, x.dtype)], f"input_meta: {t.input_meta}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -473,19 +484,22 @@ def replay(trace, *inputs):
 
 
 # %% nbgrader={"grade_id": "ex2_replay_tests", "grade": true, "points": 3}
-(out,) = replay(mul_sin, x3)
-assert isinstance(out, minitorch.Tensor), f"expected a tuple of tensors, got {type(out)}"
-assert minitorch.allclose(out, (x3 * 2).sin()), f"mul_sin replayed {out}, eager {(x3 * 2).sin()}"
-(out,) = replay(with_parameter, x3)
-assert minitorch.allclose(out, (x3 * w3).tanh()), "with_parameter: replay differs from eager"
-assert out.grad_fn is None, "a replay records no graph: run it under minitorch.no_grad()"
-with minitorch.no_grad():
-    w3.mul_(2)  # an optimizer step, say
-(changed,) = replay(with_parameter, x3)
-with minitorch.no_grad():
-    w3.div_(2)
-assert minitorch.allclose(changed, (x3 * w3 * 2).tanh()), "the replay must read w3 as it is now"
-print("Visible tests passed.")
+with exercise(2):
+    (out,) = replay(mul_sin, x3)
+    assert isinstance(out, minitorch.Tensor), f"expected a tuple of tensors, got {type(out)}"
+    want = (x3 * 2).sin()
+    assert minitorch.allclose(out, want), f"mul_sin replayed {out}, eager {want}"
+    (out,) = replay(with_parameter, x3)
+    assert minitorch.allclose(out, (x3 * w3).tanh()), "with_parameter: replay differs from eager"
+    assert out.grad_fn is None, "a replay records no graph: run it under minitorch.no_grad()"
+    with minitorch.no_grad():
+        w3.mul_(2)  # an optimizer step, say
+    (changed,) = replay(with_parameter, x3)
+    with minitorch.no_grad():
+        w3.div_(2)
+    want = (x3 * w3 * 2).tanh()
+    assert minitorch.allclose(changed, want), "the replay must read w3 as it is now"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -524,14 +538,15 @@ def input_mismatch(trace, *inputs):
 
 
 # %% nbgrader={"grade_id": "ex3_input_mismatch_tests", "grade": true, "points": 3}
-assert input_mismatch(mul_sin, x3 * 5) is None, "same shape and dtype: no mismatch"
-message = input_mismatch(mul_sin, minitorch.ones(4, dtype=F64))
-assert message is not None and "shape" in message, f"a [4] input must fail: {message!r}"
-message = input_mismatch(mul_sin, minitorch.ones(3))
-assert message is not None and "dtype" in message, f"a float32 input must fail: {message!r}"
-message = input_mismatch(mul_sin, x3, x3)
-assert message is not None and "number" in message, f"two inputs must fail: {message!r}"
-print("Visible tests passed.")
+with exercise(3):
+    assert input_mismatch(mul_sin, x3 * 5) is None, "same shape and dtype: no mismatch"
+    message = input_mismatch(mul_sin, minitorch.ones(4, dtype=F64))
+    assert message is not None and "shape" in message, f"a [4] input must fail: {message!r}"
+    message = input_mismatch(mul_sin, minitorch.ones(3))
+    assert message is not None and "dtype" in message, f"a float32 input must fail: {message!r}"
+    message = input_mismatch(mul_sin, x3, x3)
+    assert message is not None and "number" in message, f"two inputs must fail: {message!r}"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -582,17 +597,18 @@ def replay_guarded(trace, *inputs):
 
 
 # %% nbgrader={"grade_id": "ex4_replay_guarded_tests", "grade": true, "points": 3}
-two = minitorch.tensor([2.0], dtype=F64)
-(same,) = replay_guarded(scaled_by_item, two)
-assert minitorch.allclose(same, two * 2.0), "the same value read: the replay must match"
-try:
-    replay_guarded(scaled_by_item, minitorch.tensor([3.0], dtype=F64))
-    raise AssertionError("item() read 3.0 instead of 2.0, yet the replay went on silently")
-except GuardFailed as failure:
-    print("guard failed as it should:", failure)
-(out,) = replay_guarded(mul_sin, x3)
-assert minitorch.allclose(out, (x3 * 2).sin()), "a trace without guards replays as before"
-print("Visible tests passed.")
+with exercise(4):
+    two = minitorch.tensor([2.0], dtype=F64)
+    (same,) = replay_guarded(scaled_by_item, two)
+    assert minitorch.allclose(same, two * 2.0), "the same value read: the replay must match"
+    try:
+        replay_guarded(scaled_by_item, minitorch.tensor([3.0], dtype=F64))
+        raise AssertionError("item() read 3.0 instead of 2.0, yet the replay went on silently")
+    except GuardFailed as failure:
+        print("guard failed as it should:", failure)
+    (out,) = replay_guarded(mul_sin, x3)
+    assert minitorch.allclose(out, (x3 * 2).sin()), "a trace without guards replays as before"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -665,19 +681,20 @@ def replay_with_gradients(trace, inputs, grad_output):
 
 
 # %% nbgrader={"grade_id": "ex5_replay_with_gradients_tests", "grade": true, "points": 4}
-x_grad = x3.detach().requires_grad_()
-ones = minitorch.ones(3, dtype=F64)
-output, grads = replay_with_gradients(fan_out_trace, [x_grad], ones)
-(x_grad * x_grad + x_grad.sin()).backward(ones)
-assert minitorch.allclose(output, x3 * x3 + x3.sin()), "the output differs from eager"
-assert set(grads) == {0}, f"one input requires grad, so one gradient: slots {set(grads)}"
-assert minitorch.allclose(grads[0], x_grad.grad), f"got {grads[0]}, eager gives {x_grad.grad}"
-output, grads = replay_with_gradients(with_parameter, [x3], ones)
-w3.grad = None
-(x3 * w3).tanh().backward(ones)
-assert set(grads) == {1}, f"only the captured w3 (slot 1) requires grad: slots {set(grads)}"
-assert minitorch.allclose(grads[1], w3.grad), "the gradient of w3 differs from eager"
-print("Visible tests passed.")
+with exercise(5):
+    x_grad = x3.detach().requires_grad_()
+    ones = minitorch.ones(3, dtype=F64)
+    output, grads = replay_with_gradients(fan_out_trace, [x_grad], ones)
+    (x_grad * x_grad + x_grad.sin()).backward(ones)
+    assert minitorch.allclose(output, x3 * x3 + x3.sin()), "the output differs from eager"
+    assert set(grads) == {0}, f"one input requires grad, so one gradient: slots {set(grads)}"
+    assert minitorch.allclose(grads[0], x_grad.grad), f"got {grads[0]}, eager gives {x_grad.grad}"
+    output, grads = replay_with_gradients(with_parameter, [x3], ones)
+    w3.grad = None
+    (x3 * w3).tanh().backward(ones)
+    assert set(grads) == {1}, f"only the captured w3 (slot 1) requires grad: slots {set(grads)}"
+    assert minitorch.allclose(grads[1], w3.grad), "the gradient of w3 differs from eager"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -748,20 +765,21 @@ def double_tanh(x):
     return (x * 2).tanh()
 
 
-fast = cached(double_tanh, limit=2, tracer=fake_trace, replayer=fake_replay)
-for n in (2, 2, 3, 3, 2):
-    out = fast(minitorch.ones(n))
-    assert minitorch.allclose(out, double_tanh(minitorch.ones(n))), f"wrong output for n={n}"
-assert len(traced) == 2, f"two signatures: trace twice, not {len(traced)} times"
-assert len(replayed) == 5, f"every call replays: 5 replays expected, got {len(replayed)}"
-assert len(fast.cache) == 2, f"two signatures, two traces in call.cache: {len(fast.cache)}"
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    fast(minitorch.ones(4))
-    fast(minitorch.ones(5))
-assert len(fast.cache) == 2 and len(traced) == 2, "the limit is 2 traces"
-assert len(caught) == 1, f"warn once when the limit is first reached: {len(caught)} warnings"
-print("Visible tests passed.")
+with exercise(6):
+    fast = cached(double_tanh, limit=2, tracer=fake_trace, replayer=fake_replay)
+    for n in (2, 2, 3, 3, 2):
+        out = fast(minitorch.ones(n))
+        assert minitorch.allclose(out, double_tanh(minitorch.ones(n))), f"wrong output for n={n}"
+    assert len(traced) == 2, f"two signatures: trace twice, not {len(traced)} times"
+    assert len(replayed) == 5, f"every call replays: 5 replays expected, got {len(replayed)}"
+    assert len(fast.cache) == 2, f"two signatures, two traces in call.cache: {len(fast.cache)}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fast(minitorch.ones(4))
+        fast(minitorch.ones(5))
+    assert len(fast.cache) == 2 and len(traced) == 2, "the limit is 2 traces"
+    assert len(caught) == 1, f"warn once when the limit is first reached: {len(caught)} warnings"
+    print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -814,12 +832,22 @@ def small_ops(x):
     return x
 
 
+def no_trace(fn, *inputs):  # a tracer and a replayer that do no work
+    return None
+
+
+def no_replay(recorded, *inputs):
+    return ()
+
+
 x10 = minitorch.randn(10, requires_grad=True)
-free = replay_speedup(small_ops, x10, tracer=lambda fn, *inputs: None, replayer=lambda t, *i: ())
-assert isinstance(free, float), f"return a float ratio, not {type(free).__name__}"
-assert free > 10, f"a replay that does nothing must look much faster than eager, got {free:.2f}"
-print(f"your replay is {replay_speedup(small_ops, x10):.2f}x as fast as eager on 150 small ops")
-print("Visible tests passed.")
+with exercise(7):
+    free = replay_speedup(small_ops, x10, tracer=no_trace, replayer=no_replay)
+    assert isinstance(free, float), f"return a float ratio, not {type(free).__name__}"
+    assert free > 10, f"a replay that does nothing must look much faster than eager: {free:.2f}"
+    print("Visible tests passed.")
+    speedup = replay_speedup(small_ops, x10)
+    print(f"your replay is {speedup:.2f}x as fast as eager on 150 small ops")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade
@@ -882,13 +910,14 @@ def predict_tracing():
 
 
 # %% nbgrader={"grade_id": "ex8_predict_tracing_tests", "grade": true, "points": 2}
-predictions = predict_tracing()
-assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
-missing = sorted(set(SNIPPETS) - set(predictions))
-assert not missing, f"no prediction for snippets {missing}"
-for key, value in predictions.items():
-    assert isinstance(value, bool), f"{key!r}: predict True or False, not {value!r}"
-print("Your predictions are well formed; the hidden tests trace the snippets.")
+with exercise(8):
+    predictions = predict_tracing()
+    assert isinstance(predictions, dict), f"return a dict, not {type(predictions).__name__}"
+    missing = sorted(set(SNIPPETS) - set(predictions))
+    assert not missing, f"no prediction for snippets {missing}"
+    for key, value in predictions.items():
+        assert isinstance(value, bool), f"{key!r}: predict True or False, not {value!r}"
+    print("Your predictions are well formed; the hidden tests trace the snippets.")
 
 ### BEGIN HIDDEN TESTS
 from solutions.static_vs_dynamic import grade

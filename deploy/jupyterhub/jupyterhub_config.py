@@ -15,6 +15,18 @@ apart. A student's server also runs in a private mount namespace in which the re
 only minitorch/ (an empty read-only tmpfs hides solutions/, course/, .git and the rest), so a
 student's kernel cannot read the graders whatever the repository's permissions.
 
+Per-student limits (RoleSpawner below): what the kernel enforces here, and what it does not.
+- Enforced, for every process of a student (server, kernels, Validate's kernel, a terminal):
+  `student_address_space`, the address space of each process (RLIMIT_AS: a runaway
+  allocation gets MemoryError instead of waking the machine's OOM killer), and
+  `student_processes`, the processes and threads of that student's Unix user all together
+  (RLIMIT_NPROC: a fork bomb stops there).
+- Not enforced: a total memory per student (each of a student's processes has its own cap),
+  a CPU share, disk use in the home. JupyterHub's `Spawner.mem_limit`/`cpu_limit` are only
+  passed to the server as MEM_LIMIT/CPU_LIMIT by LocalProcessSpawner, so they are not set
+  here. SystemdSpawner (systemd-run with MemoryMax/CPUQuota) and KubeSpawner
+  (deploy/kubernetes/values.yaml: 3G, 2 CPUs per student) enforce both.
+
 Institution login: replace the two `authenticator_class` lines below, e.g. for OAuth
 (`pip install oauthenticator`):
 
@@ -34,12 +46,13 @@ import ctypes
 import hmac
 import json
 import os
+import resource
 import sys
 from pathlib import Path
 
 from jupyterhub.auth import Authenticator
 from jupyterhub.spawner import LocalProcessSpawner
-from traitlets import Set, Unicode
+from traitlets import Integer, Set, Unicode
 
 c = get_config()  # noqa: F821 (provided by traitlets when it reads this file)
 
@@ -94,12 +107,27 @@ def show_only_minitorch(repository: Path) -> None:
     call(libc.mount(None, root, None, flags, None), "read-only")
 
 
+def limit_student(address_space: int, processes: int) -> None:
+    """In the forked child, before it becomes the student: cap the address space of each
+    process and the student's number of processes (0: no cap). Children inherit both."""
+    if address_space:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    if processes:
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+
 class RoleSpawner(LocalProcessSpawner):
     """LocalProcessSpawner with the course's two roles: instructors get the formgrader and
     the repository; students get the assignment list and Validate, and see only minitorch/
     of the repository. Each role's Jupyter configuration is <state>/config/<role>/."""
 
     instructors = Set(Unicode(), config=True, help="user names with the instructor role")
+    student_address_space = Integer(
+        0, config=True, help="bytes of address space of each process of a student (0: no cap)"
+    )
+    student_processes = Integer(
+        0, config=True, help="processes and threads of a student, all together (0: no cap)"
+    )
 
     def role(self) -> str:
         return "instructor" if self.user.name in self.instructors else "student"
@@ -117,8 +145,11 @@ class RoleSpawner(LocalProcessSpawner):
         if self.role() == "instructor":
             return become_user
 
+        address_space, processes = self.student_address_space, self.student_processes
+
         def preexec() -> None:
             show_only_minitorch(REPOSITORY)
+            limit_student(address_space, processes)
             become_user()
 
         return preexec
@@ -126,6 +157,12 @@ class RoleSpawner(LocalProcessSpawner):
 
 c.JupyterHub.spawner_class = RoleSpawner
 c.RoleSpawner.instructors = {name for name, a in ACCOUNTS.items() if a["role"] == "instructor"}
+# A student's kernel that has run minitorch (torch) reaches about 1.6 GiB of address space;
+# the grading sandbox caps its kernels at 4 GiB too. A student's server with one kernel is
+# about 20 processes and threads; torch adds one thread per core in each kernel, so raise
+# student_processes on a machine with many cores.
+c.RoleSpawner.student_address_space = 4 * 2**30
+c.RoleSpawner.student_processes = 512
 # `python -m jupyterhub.singleuser`: the interpreter running the hub, not a script's shebang.
 c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"

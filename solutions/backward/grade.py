@@ -9,7 +9,7 @@ student's answer on them and returns what it saw as plain data; solutions/backwa
 compares that with what the same test sees of the reference answer (NOTE [Hidden tests in two
 halves] in solutions/grading.py). Nothing here imports the reference: graph nodes are numbered
 from how the grader built each graph, the earlier exercise that run_backward builds on is
-replaced by a lookup table, and the snippets of exercise 8 come from the notebook's locked cell.
+replaced by a lookup table, and the snippets of exercise 9 come from the notebook's locked cell.
 """
 
 from __future__ import annotations
@@ -584,7 +584,106 @@ def hessian_vector_product(answer: Any, seed: int) -> dict:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 6: accumulated_gradients
+# Exercise 6: scale_gradient
+# -------------------------------------------------------------------------------------------------
+# The graphs scale_gradient is graded on, with y = scale_gradient(x, factor). Each one uses x along
+# another path too, whose gradient must reach x unscaled; in "shared" the add node passes the same
+# gradient tensor to y and to x, so a hook that scales it in place changes x's other gradient.
+SCALE_GRAPHS = {
+    "leaf": "out = (y * w).sum() + (x * x).sum(), x a leaf",
+    "intermediate": "out = (y * w).sum() + (x * x).sum(), x = tanh(leaf)",
+    "shared": "out = ((y + x) * w).sum()",
+    "twice": "out = (y * y * w).sum() + x.sum()",
+    "vector": "out = y.sin() * w + x, backward with a random gradient",
+}
+
+
+def _scale_graph(lib: Any, kind: str, seed: int, scale: Callable[[Any], Any]) -> tuple:
+    """The graph of `kind` (SCALE_GRAPHS) with y = scale(x): (out, the gradient to start
+    backward from, the leaf, x, y)."""
+    gen = torch.Generator().manual_seed(seed)
+    leaf = _leaf(lib, torch.rand(3, generator=gen, dtype=torch.float64) * 2 - 1, True)
+    w = _leaf(lib, torch.rand(3, generator=gen, dtype=torch.float64) + 0.5, False)
+    start = _leaf(lib, torch.rand(3, generator=gen, dtype=torch.float64) - 0.5, False)
+    x = lib.tanh(leaf) if kind == "intermediate" else leaf
+    y = scale(x)
+    if kind in ("leaf", "intermediate"):
+        out = (y * w).sum() + (x * x).sum()
+    elif kind == "shared":
+        out = ((y + x) * w).sum()
+    elif kind == "twice":
+        out = (y * y * w).sum() + x.sum()
+    else:
+        return y.sin() * w + x, start, leaf, x, y
+    return out, None, leaf, x, y
+
+
+def _scale_cases(seed: int) -> list[tuple[str, float, int]]:
+    """(graph kind, factor, seed of the graph's values): gradient reversal on a leaf first."""
+    rng = random.Random(seed)
+    cases = [
+        ("leaf", -1.0),
+        ("leaf", rng.choice((2.5, -0.3))),
+        ("intermediate", rng.choice((0.5, -0.3, 2.5))),
+        ("shared", rng.choice((0.5, 2.5, -0.3))),
+        ("twice", rng.choice((-1.0, 0.5, 2.5))),
+        ("vector", 0.0),
+    ]
+    return [(kind, factor, rng.randrange(2**31)) for kind, factor in cases]
+
+
+@hidden_test("scale_gradient")
+def scale_gradient(answer: Any, seed: int) -> dict:
+    """Exercise 6: on each graph, y, the leaf's .grad after backward, the .grad the same graph
+    gives without scaling, and the .grad of a later backward through x alone (a hook left on x
+    itself scales it)."""
+    check_callable(answer, "scale_gradient")
+    seen = {}
+    for kind, factor, graph_seed in _scale_cases(seed):
+        for lib in LIBRARIES:
+            where = f"on {SCALE_GRAPHS[kind]}, factor {factor} ({lib_name(lib)})"
+            call = f"scale_gradient(x, {factor}) {where}"
+
+            def scaled(x: Any, lib: Any = lib, factor: float = factor, call: str = call) -> Any:
+                y = quiet_call(answer, x, factor, call=call)
+                expect(
+                    isinstance(y, lib.Tensor),
+                    f"{call} must return a {lib_name(lib)} tensor, it returned {type(y).__name__}.",
+                )
+                expect(
+                    tuple(y.shape) == tuple(x.shape),
+                    f"{call} returned a tensor of shape {list(y.shape)}: y has the shape and "
+                    "the values of x.",
+                )
+                return y
+
+            out, start, leaf, x, y = _scale_graph(lib, kind, graph_seed, scaled)
+            quiet_call(
+                lambda out=out, start=start: out.backward(start, retain_graph=True),
+                call=f"backward through the result of {call}",
+            )
+            grad, leaf.grad = leaf.grad, None
+            quiet_call(
+                lambda x=x: (x * 2.0).sum().backward(),
+                call=f"a backward through x alone after {call}",
+            )
+            plain_out, plain_start, plain_leaf, _, _ = _scale_graph(
+                lib, kind, graph_seed, lambda x: x
+            )
+            plain_out.backward(plain_start)
+            seen[where] = {
+                "kind": kind,
+                "factor": factor,
+                "y": y,
+                "x.grad": grad,
+                "x.grad without scaling": plain_leaf.grad,
+                "x.grad of a later backward through x alone": leaf.grad,
+            }
+    return seen
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 7: accumulated_gradients
 # -------------------------------------------------------------------------------------------------
 def _model_and_data(lib: Any, seed: int, kind: str, batch: int) -> tuple[Any, Callable, Any, Any]:
     gen = torch.Generator().manual_seed(seed)
@@ -617,7 +716,7 @@ ACCUMULATION_CASES = (  # (kind, batch, k): equal micro-batches first, then uneq
 
 @hidden_test("accumulated_gradients")
 def accumulated_gradients(answer: Any, seed: int) -> dict:
-    """Exercise 6: the gradients returned for models whose .grad already holds stale values,
+    """Exercise 7: the gradients returned for models whose .grad already holds stale values,
     the batch sizes the model's first layer saw, and how many backward passes reached the
     last parameter."""
     check_callable(answer, "accumulated_gradients")
@@ -665,7 +764,7 @@ def accumulated_gradients(answer: Any, seed: int) -> dict:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 7: fit_line
+# Exercise 8: fit_line
 # -------------------------------------------------------------------------------------------------
 def line_data(lib: Any, seed: int, n: int = 64) -> tuple[Any, Any]:
     """x uniform in [-1, 1], y = 2 x + 1 plus Gaussian noise of standard deviation 0.05."""
@@ -710,7 +809,7 @@ def _fit_line_call(answer: Any, args: tuple, call: str) -> Any:
 
 @hidden_test("fit_line")
 def fit_line(answer: Any, seed: int) -> dict:
-    """Exercise 7: w, b and the recorded losses (Python floats) on two data sets."""
+    """Exercise 8: w, b and the recorded losses (Python floats) on two data sets."""
     check_callable(answer, "fit_line")
     rng = random.Random(seed)
     seen = {}
@@ -745,14 +844,14 @@ def fit_line(answer: Any, seed: int) -> dict:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 8: predict_second_backward
+# Exercise 9: predict_second_backward
 # -------------------------------------------------------------------------------------------------
 NO_PREDICTION = "no prediction"
 
 
 @hidden_test("predict_second_backward")
 def predict_second_backward(answer: Any) -> dict:
-    """Exercise 8: the student's prediction for every snippet (judged in judge.py, per
+    """Exercise 9: the student's prediction for every snippet (judged in judge.py, per
     snippet: a missing one costs its own share only)."""
     check_callable(answer, "predict_second_backward")
     predictions = quiet_call(answer, call="predict_second_backward()")

@@ -308,10 +308,64 @@ def hessian_vector_product(observed: dict, expected: dict) -> None:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 6: accumulated_gradients
+# Exercise 6: scale_gradient
+# -------------------------------------------------------------------------------------------------
+def scale_gradient(observed: dict, expected: dict) -> None:
+    """Exercise 6: y holds x's values, only the gradient through y is scaled on its way to x,
+    and x itself keeps no hook."""
+    for where, want in expected.items():
+        got = observed[where]
+        factor = want["factor"]
+        y = _tensor(got["y"], f"scale_gradient(x, {factor}) {where}")
+        if not _close(y, want["y"]):
+            hint = (
+                " It holds the values of x times the factor: the forward pass must not change, "
+                "only the gradient."
+                if _close(y, want["y"], scale=factor)
+                else ""
+            )
+            raise Failure(f"{where}: y does not hold the values of x.{hint}")
+        later = "x.grad of a later backward through x alone"
+        if not _close(got[later], want[later]):
+            raise Failure(
+                f"{where}: after scale_gradient, a backward through x alone, (x * 2.0).sum(), "
+                "gets a scaled gradient too: the hook sits on x itself, so it changes the "
+                "gradient of every use of x. Put it on a new tensor made from x (x * 1.0) and "
+                "return that tensor."
+            )
+        grad = got["x.grad"]
+        if grad is None:
+            raise Failure(
+                f"{where}: x.grad is None after backward: compute y from x (e.g. x * 1.0), so "
+                "that the gradient flows on to x."
+            )
+        if _close(grad, want["x.grad"]):
+            continue
+        if _close(grad, want["x.grad without scaling"]):
+            raise Failure(
+                f"{where}: x.grad is what it would be without scale_gradient: the gradient "
+                "flowing back through y was not scaled. A hook changes a gradient by returning "
+                "the new one; a hook that returns None leaves it as it was."
+            )
+        if want["kind"] == "shared":
+            hint = (
+                "The add node in (y + x) passes the very same gradient tensor to y and to x, "
+                "so a hook that changes `grad` in place (grad *= factor, grad.mul_(factor)) "
+                "changes the gradient of x's other use too. Return a new tensor: grad * factor."
+            )
+        else:
+            hint = (
+                "Only the gradient that flows back through y is multiplied by the factor; the "
+                "gradients of x's other uses reach x unchanged."
+            )
+        raise Failure(f"{where}: x.grad differs from the expected gradient. {hint}")
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 7: accumulated_gradients
 # -------------------------------------------------------------------------------------------------
 def accumulated_gradients(observed: dict, expected: dict) -> None:
-    """Exercise 6: one forward and one backward per micro-batch, and the full-batch gradient."""
+    """Exercise 7: one forward and one backward per micro-batch, and the full-batch gradient."""
     for where, want in expected.items():
         got = observed[where]
         sizes = want["batch sizes the model saw"]
@@ -355,14 +409,14 @@ def accumulated_gradients(observed: dict, expected: dict) -> None:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 7: fit_line
+# Exercise 8: fit_line
 # -------------------------------------------------------------------------------------------------
 def _same(a: float, b: float, tolerance: float) -> bool:
     return abs(a - b) <= tolerance * max(abs(b), 1e-3)
 
 
 def fit_line(observed: dict, expected: dict) -> None:
-    """Exercise 7: the loss curve of plain float64 SGD from w = b = 0, step by step."""
+    """Exercise 8: the loss curve of plain float64 SGD from w = b = 0, step by step."""
     for call, want in expected.items():
         got = observed[call]
         losses, reference = got["losses"], want["losses"]
@@ -400,7 +454,7 @@ def fit_line(observed: dict, expected: dict) -> None:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 8: predict_second_backward
+# Exercise 9: predict_second_backward
 # -------------------------------------------------------------------------------------------------
 def _raises(code: str, lib: Any) -> bool:
     """Run `code` with `torch` bound to `lib`: True if it raised the freed-graph error."""
@@ -428,7 +482,7 @@ def classify(first: str, second: str, lib: Any) -> tuple[bool, str]:
 
 
 def predict_second_backward(predictions: dict, expected: dict) -> tuple[float, str]:
-    """Exercise 8: an equal share of the points per snippet whose prediction (raises, why) is
+    """Exercise 9: an equal share of the points per snippet whose prediction (raises, why) is
     right, the truth being what the snippet does on PyTorch and on minitorch."""
     snippets = given("backward")["SNIPPETS"]
     wrong = []

@@ -16,7 +16,7 @@ from solutions.reference_cells import load
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
-# Why a second backward raises or works (exercise 8).
+# Why a second backward raises or works (exercise 9).
 REASONS = ("freed", "retain_graph", "nothing_saved", "fresh_graph")
 
 load("backward", globals())

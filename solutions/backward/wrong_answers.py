@@ -7,7 +7,7 @@ notebook defined before it: the setup imports, `ACCUMULATE_GRAD` and `topologica
 
 Dependencies between exercises: exercise 2 calls `topological_order`, but its grader replaces
 it with a table of orders known from how the grader built its graphs (grade.OrderTable), so a
-wrong exercise-1 answer costs only exercise 1. A wrong answer to exercises 2 to 8 costs only its
+wrong exercise-1 answer costs only exercise 1. A wrong answer to exercises 2 to 9 costs only its
 own exercise (no other graded cell uses their answers; a test checks this). `RIGHT_ANSWERS` are
 different but correct answers, which must earn full marks.
 """
@@ -475,7 +475,50 @@ def hessian_vector_product(lib, f, x, v):
             "sets requires_grad on the caller's x instead of a leaf of its own",
         ),
     ],
-    "ex6_accumulated_gradients": [
+    "ex6_scale_gradient": [
+        WrongAnswer(
+            "hook_on_x",
+            """\
+def scale_gradient(x, factor):
+    x.register_hook(lambda grad: grad * factor)
+    return x
+""",
+            "hooks x itself: the gradients of all of x's uses are scaled, now and later",
+        ),
+        WrongAnswer(
+            "hook_returns_nothing",
+            """\
+def scale_gradient(x, factor):
+    y = x * 1.0
+
+    def hook(grad):
+        grad = grad * factor  # a new tensor, bound to a local name, never returned
+
+    y.register_hook(hook)
+    return y
+""",
+            "the hook computes the scaled gradient but returns None: nothing changes",
+        ),
+        WrongAnswer(
+            "scales_in_place",
+            """\
+def scale_gradient(x, factor):
+    y = x * 1.0
+    y.register_hook(lambda grad: grad.mul_(factor))
+    return y
+""",
+            "scales the incoming gradient in place: (y + x) passes that tensor to x as well",
+        ),
+        WrongAnswer(
+            "scales_the_value",
+            """\
+def scale_gradient(x, factor):
+    return x * factor
+""",
+            "the right gradient, but y holds x times the factor instead of x",
+        ),
+    ],
+    "ex7_accumulated_gradients": [
         WrongAnswer(
             "missing_divide_by_k",
             """\
@@ -546,7 +589,7 @@ def accumulated_gradients(model, loss_fn, inputs, targets, k):
             "one backward of the summed losses: every micro-batch's graph is alive at once",
         ),
     ],
-    "ex7_fit_line": [
+    "ex8_fit_line": [
         WrongAnswer(
             "update_without_no_grad",
             _FIT_LINE_HEAD
@@ -632,7 +675,7 @@ def fit_line(lib, x, y, steps, lr):
             "records the loss tensors, not Python floats: every step's graph stays alive",
         ),
     ],
-    "ex8_predict_second_backward": [
+    "ex9_predict_second_backward": [
         WrongAnswer(
             "numbers_are_not_saved",
             """\
@@ -810,7 +853,30 @@ def hessian_vector_product(lib, f, x, v):
             "a clone as the leaf, and the dot product written with @",
         ),
     ],
-    "ex6_accumulated_gradients": [
+    "ex6_scale_gradient": [
+        WrongAnswer(
+            "clone_and_named_hook",
+            """\
+def scale_gradient(x, factor):
+    def scaled(grad):
+        return factor * grad
+
+    y = x.clone()
+    y.register_hook(scaled)
+    return y
+""",
+            "a clone as the new tensor and a named hook",
+        ),
+        WrongAnswer(
+            "detach_trick",
+            """\
+def scale_gradient(x, factor):
+    return x * factor + (x - x * factor).detach()
+""",
+            "no hook: the value of x, a gradient through x * factor only",
+        ),
+    ],
+    "ex7_accumulated_gradients": [
         WrongAnswer(
             "sum_losses_over_batch_size",
             """\
@@ -824,7 +890,7 @@ def accumulated_gradients(model, loss_fn, inputs, targets, k):
             "grads set to None instead of zeroed; the weight written as shape[0] ratios",
         ),
     ],
-    "ex7_fit_line": [
+    "ex8_fit_line": [
         WrongAnswer(
             "float_and_in_place_methods",
             """\
@@ -846,7 +912,7 @@ def fit_line(lib, x, y, steps, lr):
             "float() of tensors that require grad (a UserWarning, never a lost point); sub_",
         ),
     ],
-    "ex8_predict_second_backward": [
+    "ex9_predict_second_backward": [
         WrongAnswer(
             "raises_derived_from_the_reason",
             """\

@@ -70,9 +70,13 @@ class Course:
 def load_config(
     course_root: Path, timeout: int | None = None, budget: float | None = None
 ) -> Config:
-    """course/nbgrader_config.py, pointed at `course_root`, with an optional per-cell timeout
-    and per-submission budget (seconds)."""
+    """course/nbgrader_config.py, then the course folder's own nbgrader_config.py if it has one
+    (the hub's instructor course sets its late-penalty policy there), pointed at `course_root`,
+    with an optional per-cell timeout and per-submission budget (seconds)."""
     config = PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
+    own = Path(course_root) / "nbgrader_config.py"
+    if own.is_file() and own.resolve() != CONFIG_FILE.resolve():
+        config.merge(PyFileConfigLoader(own.name, path=str(own.parent)).load_config())
     config.CourseDirectory.root = str(course_root)
     config.Exchange.root = str(course_root / "exchange")
     if timeout is not None:

@@ -154,9 +154,14 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
                 if not autograded.is_file():
                     _flag(row, NOT_GRADED)
             try:
-                row.score = gradebook.find_submission(assignment, student).score
+                submission = gradebook.find_submission(assignment, student)
             except MissingEntry:
                 _flag(row, NOT_GRADED)
+            else:  # nbgrader's late penalty (0 unless a due date and a penalty policy are set)
+                penalty = submission.late_submission_penalty or 0.0
+                row.score = max(0.0, submission.score - penalty)
+                if submission.total_seconds_late > 0:
+                    _flag(row, f"late (penalty {penalty:g})")
             if NOT_GRADED in row.flags:
                 row.score = 0.0
             rows.append(row)
