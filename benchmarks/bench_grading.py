@@ -11,6 +11,11 @@ seconds per submission at each worker count, the speed-up from the first to the 
 seconds per student of the chosen notebooks at the last worker count (benchmarks/printing.py's
 format). The targets, marked `!!` when missed: at least 1.8x from 1 to 2 workers on 2 cores, and
 at most 20 s per student for notebooks 1-4 at 2 workers.
+
+Beside each speed-up it prints the machine's own ceiling, measured just before: how much more
+work two processes of a plain Python loop get done at once than one alone (2.00x on two idle,
+independent cores; less where the cores share a physical core or a neighbour is busy). Grading
+cannot scale better than that.
 """
 
 from __future__ import annotations
@@ -75,6 +80,28 @@ def grade_seconds(released: Path, assignment: str, students: int, jobs: int) -> 
         return seconds
 
 
+CEILING_LOOP = """
+import time
+end, n = time.perf_counter() + 3, 0
+while time.perf_counter() < end:
+    n += 1
+print(n)
+"""
+
+
+def parallel_ceiling(workers: int = 2) -> float:
+    """How many times more loop iterations `workers` processes run in 3 s than one process."""
+
+    def run(count: int) -> int:
+        loops = [
+            subprocess.Popen([sys.executable, "-c", CEILING_LOOP], stdout=subprocess.PIPE)
+            for _ in range(count)
+        ]
+        return sum(int(loop.communicate()[0]) for loop in loops)
+
+    return run(workers) / run(1)
+
+
 def main_bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignments", nargs="*", default=None)
@@ -85,17 +112,19 @@ def main_bench() -> None:
     print(machine_line("cpu", f"Python {platform.python_version()}, {args.students} students "
                        "per assignment") + "\n")  # fmt: skip
     header = ["assignment", *(f"{j} job(s) s/submission" for j in args.jobs), "speed-up"]
+    header.append(f"machine ceiling ({args.jobs[-1]} processes)")
     speed_up = at_least(1.8) if args.jobs[0] == 1 and args.jobs[-1] == 2 else None
     rows, per_student = [], {}
     with tempfile.TemporaryDirectory() as folder:
         for assignment in chosen:
             with contextlib.redirect_stderr(io.StringIO()):  # its "release written to" line
                 released = build_release(Path(folder) / assignment / "course", [assignment])
+            ceiling = parallel_ceiling(args.jobs[-1])
             seconds = [grade_seconds(released, assignment, args.students, j) for j in args.jobs]
             per_sub = [s / args.students for s in seconds]
             per_student[assignment] = per_sub[-1]
             speed = figure(seconds[0] / seconds[-1], "{:.2f}x", speed_up)
-            rows.append([assignment, *(f"{s:.2f}" for s in per_sub), speed])
+            rows.append([assignment, *(f"{s:.2f}" for s in per_sub), speed, f"{ceiling:.2f}x"])
             print(f"graded {assignment}", file=sys.stderr, flush=True)
     results = table(header, rows)
     print(results)

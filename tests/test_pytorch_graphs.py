@@ -4,7 +4,9 @@
    imported from those files) and every loss variant, the output's graph is walked breadth-first
    along `grad_fn.next_functions`, and the node names met (each node once) must be PyTorch's.
    The differences that remain are listed in DIFFERENCES, which is also the table "Graphs that
-   differ from PyTorch's" in README.md: a new difference fails, and so does a fixed one.
+   differ from PyTorch's" in README.md: a new difference fails, and so does a fixed one. Each
+   node's saved tensors go by PyTorch's names (`self`, `mat2`, `result1`, ...; minitorch may
+   save fewer, e.g. nothing for a constant factor).
 2. The losses against torch.nn.functional in float64: values, gradients of input and target,
    every reduction, class weights, ignore_index, label smoothing, second derivatives, errors.
 3. Tensor repr: `grad_fn=` wraps onto a new line where PyTorch's does.
@@ -47,30 +49,50 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 # -------------------------------------------------------------------------------------------------
 # Walking a graph
 # -------------------------------------------------------------------------------------------------
-def node_names(outputs: list) -> list[str]:
+def walk(outputs: list) -> tuple[list[str], dict[str, set[str]]]:
     """The names of the nodes reachable from the outputs' grad_fn, breadth-first along
-    next_functions, each node once (AccumulateGrad without torch's "torch::autograd::")."""
+    next_functions, each node once (AccumulateGrad without torch's "torch::autograd::"), and
+    per node name the names of the tensors such nodes saved (`_saved_<name>` attributes)."""
     queue = deque(o.grad_fn for o in outputs if o.grad_fn is not None)
-    seen, names = set(), []
+    seen, names, saved = set(), [], {}
     while queue:
         node = queue.popleft()
         if node in seen:
             continue
         seen.add(node)
-        names.append(node.name().removeprefix("torch::autograd::"))
+        name = node.name().removeprefix("torch::autograd::")
+        names.append(name)
+        saved.setdefault(name, set()).update(saved_tensor_names(node))
         queue.extend(child for child, _ in node.next_functions if child is not None)
-    return names
+    return names, saved
+
+
+def saved_tensor_names(node) -> list[str]:
+    """`self`, `other`, `result` ...: the names under which `node` shows its saved tensors."""
+    if isinstance(node, minitorch.autograd.graph.Node):
+        return [name for name, _ in minitorch.autograd.graph.saved_tensors(node)]
+    return [
+        a[len("_saved_") :]
+        for a in dir(node)
+        if a.startswith("_saved_") and isinstance(getattr(node, a), torch.Tensor)
+    ]
 
 
 def graphs(fn, values: list) -> tuple[list[str], list[str]]:
     """Node names of fn's graph in torch and in minitorch, on leaves holding `values`."""
-    names = []
+    (theirs, _), (ours, _) = walks(fn, values)
+    return theirs, ours
+
+
+def walks(fn, values: list) -> tuple[tuple, tuple]:
+    """`walk` of fn's graph in torch and in minitorch, on leaves holding `values`."""
+    found = []
     for lib in (torch, minitorch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # broadcasting warnings of the losses
             outputs = as_list(fn(lib, *leaves(lib, values)))
-        names.append(node_names([o for o in outputs if o.requires_grad]))
-    return names[0], names[1]
+        found.append(walk([o for o in outputs if o.requires_grad]))
+    return found[0], found[1]
 
 
 # -------------------------------------------------------------------------------------------------
@@ -601,7 +623,12 @@ def test_every_listed_difference_is_a_case():
 @pytest.mark.parametrize("name", GRAPH_CASES)
 def test_graph_node_names_match_pytorch(name):
     fn, values = GRAPH_CASES[name]
-    theirs, ours = graphs(fn, values)
+    (theirs, their_saved), (ours, our_saved) = walks(fn, values)
+    for node, saved in our_saved.items():  # PyTorch's names; minitorch may save less
+        if node in their_saved:
+            assert saved <= their_saved[node], (
+                f"{node} shows saved tensors {sorted(saved)}, PyTorch's {sorted(their_saved[node])}"
+            )
     if name not in EXPECTED:
         assert ours == theirs, f"minitorch: {ours}\ntorch:     {theirs}"
         return

@@ -201,6 +201,7 @@ class Remainder(Function):
     """a - floor(a / b) * b: the gradient is 1 for a and -floor(a / b) for b."""
 
     node_name = "RemainderBackward0"
+    saved_names = ("self", "other")
     wraps_numbers = True
 
     @staticmethod

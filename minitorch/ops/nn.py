@@ -30,6 +30,7 @@ class Linear(Function):
     leading dims. Backward: dx = dy @ W, dW = dy^T @ x, db = dy summed over the rows."""
 
     node_name = "AddmmBackward0"
+    saved_names = ("mat1", "mat2")  # mat2 is W itself here; PyTorch saves the view W.t()
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -80,6 +81,7 @@ def _linear_grads(ctx, grad, x, weight) -> tuple:
 
 class LinearNoBias(Linear):
     node_name = "MmBackward0"
+    saved_names = ("self", "mat2")
 
 
 # Losses -----------------------------------------------------------------------------------------
@@ -348,6 +350,7 @@ class BinaryCrossEntropyWithLogits(Function):
     weights are constants (storage on ctx), as they are for torch's node."""
 
     node_name = "BinaryCrossEntropyWithLogitsBackward0"
+    saved_names = ("self", "target")
 
     @staticmethod
     def forward(ctx, x, y, weight, pos_weight, reduction):
@@ -459,6 +462,7 @@ class Embedding(Function):
     gradient row into the row it came from; the `padding_idx` row gets no gradient."""
 
     node_name = "EmbeddingBackward0"
+    saved_names = ("indices",)
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
@@ -515,6 +519,7 @@ class Conv2d(Function):
     cols = unfold(x) (N, C*kh*kw, L), dW = sum_n dY_n @ cols_n^T, dx = fold(W^T @ dY)."""
 
     node_name = "ConvolutionBackward0"
+    saved_names = ("input", "weight")
 
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation):
@@ -558,6 +563,7 @@ class MaxPool2d(Function):
     gather)."""
 
     node_name = "MaxPool2DWithIndicesBackward0"
+    saved_names = ("result1",)  # the indices: what backward needs of (result0, result1)
 
     @staticmethod
     def forward(ctx, x, kernel_size, stride, padding, dilation, ceil_mode):
