@@ -51,7 +51,10 @@ def released_course(tmp_path_factory: pytest.TempPathFactory):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--classes", action="store_true", help="also grade a class of every assignment (minutes)"
+        "--classes",
+        action="store_true",
+        help="also the slow course checks: grade a class of every assignment, run every release "
+        "in JupyterLab, execute every source notebook for its pictures (minutes)",
     )
     parser.addoption(
         "--hub", action="store_true", help="also run a class through a real JupyterHub (minutes)"
@@ -60,7 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_cuda = pytest.mark.skip(reason="CUDA not available")
-    skip_classes = pytest.mark.skip(reason="grading a class of every assignment: --classes")
+    skip_classes = pytest.mark.skip(
+        reason="a slow course check (whole classes, browsers): --classes"
+    )
     skip_hub = pytest.mark.skip(reason="a class through a real JupyterHub: --hub")
     for item in items:
         if "cuda" in item.keywords and not torch.cuda.is_available():
