@@ -202,6 +202,9 @@ OTHER_ASSIGNMENTS = sorted(
 )
 
 
+# About 22 s each (a source and a release run in kernels), so behind --classes with the other
+# slow course checks; notebook 1's validation (above) stays in the default run.
+@pytest.mark.classes
 @pytest.mark.parametrize("assignment", OTHER_ASSIGNMENTS)
 def test_every_other_assignment_validates(assignment: str, tmp_path: Path) -> None:
     """Source full marks, release none: the same check as notebook 1's, for every notebook."""
