@@ -73,9 +73,13 @@ class exercise:  # noqa: N801 (used as a statement: `with exercise(3):`)
     ) -> bool:
         if error is None or not isinstance(error, Exception) or not is_unanswered(error):
             return False
+        # What the cell printed first stays first: Jupyter sends stdout and stderr as separate,
+        # separately buffered streams, so without the flushes their order would vary.
+        sys.stdout.flush()
         print(
             f"Exercise {self.number} needs {_unanswered_function(error)}, which is not written "
             "yet (it raises NotImplementedError). Write it, then run this cell again.",
             file=sys.stderr,
+            flush=True,
         )
         return True
