@@ -505,3 +505,75 @@ def test_the_feedback_page_is_the_one_nbconvert_writes_without_its_slow_pass() -
     assert len(images) > 3 and all(image.get("alt") for image in images)
     assert sum(image["alt"] == NO_ALT_TEXT for image in images) == len(images) - 1
     assert ours_doc == theirs_doc
+
+
+def test_feedback_pages_stay_right_when_highlighting_and_templates_are_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nbgrader makes a new exporter per student; FeedbackHTMLExporter remembers compiled
+    templates and highlighted code across them. A page must still be exactly HTMLExporter's
+    when a student changed a code cell (a cache keyed on anything but the source would show the
+    first student's code), and the second exporter must compile no template."""
+    import jinja2
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from solutions.instructor.feedback import FeedbackHTMLExporter
+
+    first = nbformat.read(COURSE_SOURCE / "backward" / "backward.ipynb", as_version=4)
+    second = nbformat.reads(nbformat.writes(first), as_version=4)
+    code = next(i for i, c in enumerate(second.cells) if c.cell_type == "code" and c.source)
+    second.cells[code].source = "answer = [n ** 2 for n in range(3)]  # a student's own line"
+    compiled = []
+    compile_template = jinja2.Environment.compile
+    monkeypatch.setattr(
+        jinja2.Environment, "compile",
+        lambda self, *a, **k: compiled.append(1) or compile_template(self, *a, **k),
+    )  # fmt: skip
+    pages = []
+    for number, notebook in enumerate([first, second, first]):
+        compiled.clear()
+        ours, _ = FeedbackHTMLExporter(template_name="classic").from_notebook_node(notebook)
+        if number:
+            assert not compiled, "a later exporter compiled the templates again"
+        theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(notebook)
+        assert BeautifulSoup(ours, "html.parser") == BeautifulSoup(theirs, "html.parser")
+        pages.append(ours)
+    assert "own line" in pages[1] and "own line" not in pages[0] and pages[2] == pages[0]
+
+
+def test_metadata_checked_with_the_schema_checked_once_fails_as_jsonschema_does() -> None:
+    """nbgrader's metadata validators, pointed at schema_once.validate, reject what
+    jsonschema.validate rejects, with the same message, and accept what it accepts."""
+    import jsonschema
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    from solutions.instructor import schema_once
+
+    schema_once.use_in_nbgrader()
+    validator = MetadataValidator()
+    good = {"grade": True, "solution": False, "locked": True, "points": 2,
+            "grade_id": "ex1_tests", "schema_version": 3}  # fmt: skip
+    for bad in ({**good, "points": "two"}, {**good, "grade_id": 7}, {**good, "task": "yes"}):
+        cell = new_code_cell("x = 1", metadata={"nbgrader": bad})
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            validator.validate_cell(cell)
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(bad, validator.schema)
+        assert str(ours.value) == str(theirs.value)
+    validator.validate_cell(new_code_cell("x = 1", metadata={"nbgrader": good}))
+    with pytest.raises(jsonschema.SchemaError):
+        schema_once.validate({}, {"type": "no such type"})
+
+
+@pytest.mark.parametrize(
+    "module", ["solutions.instructor.cli", "solutions.instructor.run_notebook"]
+)
+def test_grading_processes_skip_the_slow_iri_parser(module: str) -> None:
+    """The grading process and every sandbox's runner import nbformat without rfc3987_syntax,
+    whose import builds a parser (2.1 s measured per process)."""
+    probe = f"import sys, {module}; print(sys.modules.get('rfc3987_syntax', 'absent'))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() in ("None", "absent"), done.stdout

@@ -12,6 +12,8 @@ from nbgrader.apps.api import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config, PyFileConfigLoader
 
+from solutions.instructor import schema_once
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_COURSE_ROOT = REPO_ROOT / "course"
 CONFIG_FILE = DEFAULT_COURSE_ROOT / "nbgrader_config.py"
@@ -98,6 +100,7 @@ def open_course(
     (root / "exchange").mkdir(exist_ok=True)  # nbgrader logs an error when it is missing
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
+    schema_once.use_in_nbgrader()
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     api.log.setLevel(logging.ERROR)
     return Course(root=root, config=config, api=api)
