@@ -125,7 +125,7 @@ def main_bench() -> None:
             per_student[assignment] = per_sub[-1]
             speed = figure(seconds[0] / seconds[-1], "{:.2f}x", speed_up)
             rows.append([assignment, *(f"{s:.2f}" for s in per_sub), speed, f"{ceiling:.2f}x"])
-            print(f"graded {assignment}", file=sys.stderr, flush=True)
+            print(f"graded {assignment}: {' | '.join(rows[-1][1:])}", file=sys.stderr, flush=True)
     results = table(header, rows)
     print(results)
     last = f"at {args.jobs[-1]} job(s)"
