@@ -93,7 +93,7 @@ class FeedbackHTMLExporter(HTMLExporter):
     of the 0.85 s one student's feedback costs, in the one process that records every student
     while the sandboxes run. nbgrader's feedback template is built on the classic template, which
     has no lab cells, so only the alt text is left to add, done by `add_missing_alt`.
-    tests/test_grading_wrapper.py checks that the page is the one `HTMLExporter` writes.
+    tests/test_course_tools.py checks that the page is the one `HTMLExporter` writes.
     Its templates are compiled once per process (`CompiledTemplates`)."""
 
     def _create_environment(self) -> Environment:
