@@ -66,6 +66,9 @@ c.Autograde.sanitize_preprocessors = [
 # rest graded, and a warning on stderr never costs points.
 c.Autograde.autograde_preprocessors = [
     "solutions.instructor.verdicts.SandboxedAutograde",
+    # Outputs and markdown a student made become inert data (NOTE [Student HTML] in
+    # solutions/instructor/html_safety.py): no page made from the notebook runs any of it.
+    "solutions.instructor.html_safety.NeutralizeStudentHTML",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -73,6 +76,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+
+# Every page nbconvert renders with this configuration (the feedback, the formgrader's page of a
+# submission) makes what a student made inert again: notebooks autograded before it are safe too.
+c.HTMLExporter.preprocessors = ["solutions.instructor.html_safety.NeutralizeStudentHTML"]
 
 # Feedback never shows hidden tests: their source is removed. Hidden tests are one-line calls
 # into solutions/, whose failures raise a clean AssertionError; HideGraderFrames drops the

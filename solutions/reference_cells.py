@@ -14,6 +14,7 @@ more than a second to every grading kernel's start; a test checks that both read
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import sys
 import types
@@ -84,8 +85,17 @@ _GIVEN: dict[str, dict[str, Any]] = {}
 def without_answers(assignment: str) -> str:
     """The source of `assignment` reduced to the imports of its unlocked code cells and its
     locked code cells, other lines blank (so tracebacks keep their line numbers): what a grading
-    sandbox may read, since nothing in it is missing from the student's release."""
-    lines = (NOTEBOOKS / f"{assignment}.py").read_text().splitlines()
+    sandbox may read, since nothing in it is missing from the student's release.
+
+    Remembered per source text: grading threads call this while another thread parses, and
+    CPython 3.11's parser must not run in two threads at once (see NOTE [Grading threads] in
+    solutions/instructor/pipeline.py)."""
+    return _without_answers((NOTEBOOKS / f"{assignment}.py").read_text())
+
+
+@functools.lru_cache(maxsize=32)
+def _without_answers(text: str) -> str:
+    lines = text.splitlines()
     kept = [""] * len(lines)
     markers = [i for i, line in enumerate(lines) if line.startswith(MARKER)]
     for start, end in zip(markers, [*markers[1:], len(lines)]):

@@ -99,3 +99,17 @@ def copy_course(source: Path, destination: Path) -> Path:
     """A copy of a whole course folder (source, release, gradebook, ...)."""
     shutil.copytree(source, destination)
     return destination
+
+
+def with_forged_grading_metadata(release: NotebookNode) -> NotebookNode:
+    """The blank `release` with a markdown cell before every test cell whose metadata imitates
+    the grading process's own hidden-test cells (issue 30: it reached 25/25 once)."""
+    nb = copy.deepcopy(release)
+    tests = [i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade")]
+    fakes = []
+    for index in [*tests, *range(len(nb.cells))]:  # as many as there are cells
+        fake = nbformat.v4.new_markdown_cell("hidden")
+        fake.metadata["course"] = {"hidden_test_of": index}
+        fakes.append(fake)
+    nb.cells = fakes + nb.cells
+    return nb

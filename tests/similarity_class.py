@@ -3,10 +3,16 @@
 reworded, independent statements swapped), a second honest student who writes every answer
 differently (dave), a student who hands in the reference (erin), and two blank students (frank,
 gina). Used by tests/test_similarity.py and by the red-team class graded with `grade`.
+
+PADDED holds copies of alice with unrelated text added to every cell (a line of 400 numbers, 200
+lines of random arithmetic, at the end or at the start), and HANA an honest student whose
+answers are the reference with a few touches of her own: tests/test_similarity.py scores them
+with the class (they are not in STUDENTS, which the red-team class grades).
 """
 
 from __future__ import annotations
 
+import random
 import textwrap
 
 import nbformat
@@ -249,3 +255,82 @@ STUDENTS = {
     "gina": {grade_id: release_source(source) for grade_id, source in REFERENCE.items()},
 }
 COPIES = {("alice", "bob"), ("alice", "carol"), ("bob", "carol")}
+
+
+def _numbers(seed: int) -> str:
+    rng = random.Random(seed)
+    return "_pad = [" + ", ".join(str(rng.randrange(10**6)) for _ in range(400)) + "]\n"
+
+
+def _arithmetic(seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(
+        f"t{i} = t{rng.randrange(i)} * {rng.randint(2, 99)} + {rng.randint(1, 99)}\n"
+        if i and rng.random() < 0.5
+        else f"t{i} = {rng.randint(1, 99)} * {rng.randint(2, 99)} + {rng.randint(1, 99)}\n"
+        for i in range(200)
+    )
+
+
+def _at_end(cells: dict[str, str], padding: str) -> dict[str, str]:
+    """Each cell with `padding` after its last line, in the function (the class) it holds."""
+    return {g: s.rstrip("\n") + "\n" + textwrap.indent(padding, "    ") for g, s in cells.items()}
+
+
+def _at_start(bodies: dict[str, str], padding: str) -> dict[str, str]:
+    """Each answer with `padding` first in the function's body (before a class cell)."""
+    cells = answer_cells(bodies)
+    return {
+        grade_id: padding + cells[grade_id]
+        if cells[grade_id].startswith("class")
+        else answer_cells({grade_id: padding + textwrap.dedent(body).lstrip("\n")})[grade_id]
+        for grade_id, body in bodies.items()
+    }
+
+
+PADDED = {
+    "ivan": _at_end(answer_cells(ALICE), _numbers(1)),
+    "judy": _at_end(answer_cells(ALICE), _arithmetic(2)),
+    "kim": _at_start(ALICE, _arithmetic(3)),
+    "leo": _at_start(ALICE, _numbers(4)),
+}
+
+# The reference, with a touch of her own in most answers (a short honest student).
+HANA = {
+    **REFERENCE,
+    **answer_cells(
+        {
+            "ex1_collect_nodes": """
+                if tensor.grad_fn is None:
+                    return []
+                nodes = [tensor.grad_fn]
+                seen = {tensor.grad_fn}
+                to_visit = deque(nodes)
+                while len(to_visit) > 0:
+                    node = to_visit.popleft()
+                    for next_node, _ in node.next_functions:
+                        if next_node is not None and next_node not in seen:
+                            seen.add(next_node)
+                            nodes.append(next_node)
+                            to_visit.append(next_node)
+                return nodes
+            """,
+            "ex2_count_ops": """
+                counts = Counter(node.name() for node in collect_nodes(tensor))
+                counts.pop("torch::autograd::AccumulateGrad", None)
+                return {name: count for name, count in counts.items()}
+            """,
+            "ex6_f_and_gradients": """
+                x = lib.tensor(x0, dtype=lib.float64, requires_grad=True)
+                y = lib.tensor(y0, dtype=lib.float64, requires_grad=True)
+                out = x**2 + y**3 - lib.sin(x * y)
+                out.backward()
+                return out, float(x.grad), float(y.grad)
+            """,
+            "ex7_graph_sizes": """
+                sizes = [len(collect_nodes(model(x))) for x in inputs]
+                return sizes
+            """,
+        }
+    ),
+}

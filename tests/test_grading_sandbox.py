@@ -32,10 +32,10 @@ from solutions.instructor.course import CommandError, open_course
 from solutions.instructor.pipeline import sandbox_problem
 from solutions.instructor.sandbox import Limits, kernel_files, run_submission
 from solutions.instructor.verdicts import (
-    HIDDEN_OF,
     digest,
     judge_cell,
     merged_streams,
+    plan,
     prepare,
     read_observations,
     verdict_outputs,
@@ -77,7 +77,7 @@ def test_prepare_moves_each_hidden_block_into_a_cell_of_its_own() -> None:
     nb = new_notebook(cells=[new_code_cell("def f(): pass"), _test_cell(HIDDEN)])
     prepared = prepare(nb)
     assert [c.source for c in prepared.cells] == ["def f(): pass", "assert True\n", "grade.f(f)\n"]
-    assert prepared.cells[2].metadata["course"] == {HIDDEN_OF: 1}
+    assert plan(nb).positions == (0, 1) and plan(nb).probes == {1: 2}
     assert nb.cells[1].source == HIDDEN  # the grading copy is left as it was
     key = digest(prepared, "graph_construction", Limits(), True)
     assert digest(prepare(nb), "graph_construction", Limits(), True) == key  # the same each time

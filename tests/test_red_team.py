@@ -26,6 +26,7 @@ from course_support import (
     copy_course,
     reference_answers,
     with_answers,
+    with_forged_grading_metadata,
     write_submission,
 )
 from similarity_class import STUDENTS
@@ -234,6 +235,9 @@ def red_team(released_course: Path, tmp_path_factory: pytest.TempPathFactory) ->
         write_submission(inbox, student, NOTEBOOK_1, with_attack({}, attack))
     always_equal = {gid: ALWAYS_EQUAL + _returns_always_equal(reference[gid]) for gid in reference}
     write_submission(inbox, "always-equal", NOTEBOOK_1, with_answers(release, always_equal))
+    write_submission(
+        inbox, "forges-test-metadata", NOTEBOOK_1, with_forged_grading_metadata(release)
+    )
     write_submission(inbox, "shadows-a-module", NOTEBOOK_1, release)
     (inbox / "shadows-a-module" / "torchviz.py").write_text("def __getattr__(name): pass\n")
     bounded = {
@@ -282,7 +286,7 @@ def test_grading_finishes_and_the_honest_student_keeps_full_marks(red_team: RedT
     "student",
     ["reads-reference", "gradebook", "overwrites-others", "poisons-python", "background",
      "secrets", "input-transformer", "noop-graders", "patches-comparisons", "forged-results",
-     "forged-observations", "shadows-a-module"],
+     "forged-observations", "shadows-a-module", "forges-test-metadata"],
 )  # fmt: skip
 def test_attacks_with_blank_answers_earn_nothing(red_team: RedTeamClass, student: str) -> None:
     row = red_team.rows()[student]

@@ -42,12 +42,27 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.converters.base import NbGraderException
 
-from solutions.instructor import leaks, pipeline, report, similarity, student_package, validate
+from solutions.instructor import (
+    leaks,
+    pipeline,
+    report,
+    similarity,
+    student_package,
+    uploads,
+    validate,
+)
 from solutions.instructor.course import DEFAULT_COURSE_ROOT, CommandError, Course, open_course
 
 
+def printable(text: str) -> str:
+    """`text` as it may reach a terminal: each line through `uploads.shown`, so control and
+    format characters that a file name or a notebook can carry (terminal escape codes,
+    carriage returns, bidirectional overrides) are written as escapes such as \\x1b."""
+    return "\n".join(uploads.shown(line, limit=sys.maxsize) for line in text.split("\n"))
+
+
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def progress_bar(done: int, total: int, student: str, seconds: float, width: int = 30) -> None:
@@ -59,8 +74,11 @@ def progress_bar(done: int, total: int, student: str, seconds: float, width: int
 
 def _collect(course: Course, args: argparse.Namespace) -> None:
     """Collect from --zip, --from or --exchange (whichever was given) and say what happened."""
+    if getattr(args, "roster", None) and not args.zip:
+        raise CommandError("--roster goes with --zip (it says who uploaded what on the LMS)")
     if args.zip:
-        collected = pipeline.collect_zip(course, args.assignment, Path(args.zip))
+        roster = Path(args.roster) if args.roster else None
+        collected = pipeline.collect_zip(course, args.assignment, Path(args.zip), roster)
     elif args.from_dir:
         collected = pipeline.collect_folder(course, args.assignment, Path(args.from_dir))
     elif getattr(args, "exchange", False):
@@ -78,7 +96,7 @@ def _count(items: list, noun: str) -> str:
 
 def _print_table(course: Course, assignment: str) -> list[report.StudentRow]:
     rows = report.student_rows(course, assignment)
-    print(report.format_table(rows))
+    print(printable(report.format_table(rows)))
     summary = report.write_csv(rows, course.root / "reports" / assignment / "summary.csv")
     _say(f"table written to {summary}")
     return rows
@@ -108,7 +126,7 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
     failed = [student for student, result in results.items() if not result.get("success")]
     if failed:
         _say(f"autograde failed for: {', '.join(failed)} (see reports/{args.assignment}/)")
-    return 0
+    return 1 if failed else 0
 
 
 def _results_folder(args: argparse.Namespace) -> Path | None:
@@ -182,17 +200,21 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     destination = Path(args.to) if args.to else course.root / "grades.csv"
     pipeline.export_csv(course, destination)
     _say(f"feedback in {course.root / 'feedback'}, grades in {destination}")
-    _print_table(course, args.assignment)
+    rows = _print_table(course, args.assignment)
     _say(_similarity(course, args.assignment, similarity.DEFAULT_THRESHOLD))  # stdout: grades only
     _say(f"done in {time.perf_counter() - start:.0f} s")
-    return 1 if withheld else 0
+    ungraded = [row.student for row in rows if report.is_not_graded(row)]
+    if ungraded:
+        _say(f"not graded (see the table's flags and reports/{args.assignment}/autograde/): "
+             f"{', '.join(ungraded)}")  # fmt: skip
+    return 1 if withheld or ungraded else 0
 
 
 def _similarity(course: Course, assignment: str, threshold: float) -> str:
     """Write the similarity report; return its table of flagged pairs."""
     found = similarity.similarity_report(course, assignment, threshold)
     _say(f"similarity report (flags only, no grade changed) written to {found.html}")
-    return similarity.format_table(found.flagged, threshold, len(found.answers))
+    return similarity.format_table(found.flagged, threshold, len(found.answers), found.not_compared)
 
 
 def cmd_similarity(course: Course, args: argparse.Namespace) -> int:
@@ -267,6 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
         source = sub.add_mutually_exclusive_group()
         source.add_argument("--from", dest="from_dir", help="folder of <student>/ folders")
         source.add_argument("--zip", help="LMS download: <student>_<notebook>.ipynb files")
+        sub.add_argument(
+            "--roster",
+            help="CSV id,first_name,last_name,lms_user_id: who is who on the LMS (with --zip); "
+            "the gradebook's students are used too",
+        )
         if name == "collect":
             source.add_argument("--exchange", action="store_true", help="nbgrader exchange")
         else:

@@ -46,7 +46,9 @@ def uses_grading_code(source: str) -> bool:
     """True when code `source` imports the grading package or names it in a string."""
     try:
         tree = ast.parse(_strip_magics(source))
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        # Not Python (or too deep for the parser: 200,000 unary minuses raise MemoryError):
+        # the kernel will refuse it too; look for the name in the text.
         code_only = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
         return bool(_NAME_IN_CODE.search(code_only))
     for node in ast.walk(tree):

@@ -11,18 +11,19 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
+from solutions.instructor import admission
 from solutions.instructor.course import CommandError, Course
-from solutions.instructor.integrity import cells_using_grading_code, is_test_cell
 from solutions.instructor.run_notebook import CRASHED_CELL_NOTE
 
+# The flags admission raises (admission.py), shown in the same table.
+UNREADABLE = admission.UNREADABLE
+MISSING_NOTEBOOK = admission.MISSING_NOTEBOOK
+KERNELSPEC_CHANGED = admission.KERNELSPEC_CHANGED
+GRADE_CELL_EDITED = admission.GRADE_CELL_EDITED
+GRADE_CELL_DELETED = admission.GRADE_CELL_DELETED
+USES_GRADERS = admission.USES_GRADERS
 TIMED_OUT = "timed out"
 KERNEL_DIED = "kernel died"
-GRADE_CELL_EDITED = "grade cell edited"
-GRADE_CELL_DELETED = "grade cell deleted"
-USES_GRADERS = "uses grading code"
-UNREADABLE = "unreadable notebook"
-KERNELSPEC_CHANGED = "kernelspec changed"
-MISSING_NOTEBOOK = "notebook missing"
 NOT_GRADED = "not graded"
 OUT_OF_MEMORY = "out of memory"
 NOT_SANDBOXED = "not sandboxed (--no-sandbox)"
@@ -44,30 +45,22 @@ def _flag(row: StudentRow, flag: str) -> None:
         row.flags.append(flag)
 
 
-def _check_submitted(row: StudentRow, path: Path, test_sources: dict[str, str]) -> None:
-    """Flags visible in the submitted file: unreadable, kernelspec, edited cells, grader use."""
-    if not path.is_file():
-        _flag(row, MISSING_NOTEBOOK)
-        return
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:
-        _flag(row, UNREADABLE)
-        return
-    if nb.metadata.get("kernelspec", {}).get("name") != "python3":
-        _flag(row, KERNELSPEC_CHANGED)
-    submitted = {
-        cell.metadata["nbgrader"]["grade_id"]: cell.source
-        for cell in nb.cells
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-    }
-    for grade_id, source in test_sources.items():
-        if grade_id not in submitted:
-            _flag(row, GRADE_CELL_DELETED)
-        elif submitted[grade_id].strip() != source.strip():
-            _flag(row, GRADE_CELL_EDITED)
-    if cells_using_grading_code(nb):
-        _flag(row, USES_GRADERS)
+def is_not_graded(row: StudentRow) -> bool:
+    """True when `row` holds no grade: its grading failed (the reason is in its flags)."""
+    return any(flag.startswith(NOT_GRADED) for flag in row.flags)
+
+
+def _flag_not_graded(row: StudentRow) -> None:
+    if not is_not_graded(row):
+        row.flags.append(NOT_GRADED)
+
+
+def _check_submitted(row: StudentRow, path: Path, release: nbformat.NotebookNode) -> None:
+    """Flags of the submitted file, as admission sees it (NOTE [Admission] in admission.py):
+    missing, unreadable (with why), kernelspec changed, test cells edited or deleted, grading
+    code used."""
+    for flag in admission.admit_file(path, release).flags:
+        _flag(row, flag)
 
 
 def _check_autograded(row: StudentRow, path: Path, log: str) -> None:
@@ -112,16 +105,6 @@ def _check_unchanged(row: StudentRow, path: Path, checksum: str | None) -> None:
         _flag(row, CHANGED_SINCE_COLLECTED)
 
 
-def _test_cell_sources(release: Path) -> dict[str, str]:
-    """The test cells of a release notebook, by grade_id, as students received them."""
-    nb = nbformat.read(release, as_version=4)
-    return {
-        cell.metadata["nbgrader"]["grade_id"]: cell.source
-        for cell in nb.cells
-        if is_test_cell(cell)
-    }
-
-
 def student_rows(course: Course, assignment: str) -> list[StudentRow]:
     """A row for every student with a submission folder, graded or not."""
     rows = []
@@ -138,34 +121,58 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
         release = course.folder("release", assignment)
         checksums_path = course.root / "reports" / assignment / "checksums.json"
         checksums = json.loads(checksums_path.read_text()) if checksums_path.is_file() else {}
+        releases = {
+            notebook: nbformat.read(release / f"{notebook}.ipynb", as_version=4)
+            for notebook in notebooks
+        }
         for student in course.students(assignment):
             row = StudentRow(student=student, max_score=max_score)
-            log_file = course.root / "reports" / assignment / "autograde" / f"{student}.log"
-            log = log_file.read_text() if log_file.is_file() else ""
-            for notebook in notebooks:
-                tests = _test_cell_sources(release / f"{notebook}.ipynb")
-                submitted = course.folder("submitted", assignment, student) / f"{notebook}.ipynb"
-                autograded = course.folder("autograded", assignment, student) / f"{notebook}.ipynb"
-                _check_submitted(row, submitted, tests)
-                _check_unchanged(row, submitted, checksums.get(student, {}).get(submitted.name))
-                _check_autograded(row, autograded, log)
-                reports = course.root / "reports" / assignment / "autograde"
-                _check_sandbox(row, reports / f"{student}.{notebook}.json")
-                if not autograded.is_file():
-                    _flag(row, NOT_GRADED)
             try:
-                submission = gradebook.find_submission(assignment, student)
-            except MissingEntry:
-                _flag(row, NOT_GRADED)
-            else:  # nbgrader's late penalty (0 unless a due date and a penalty policy are set)
-                penalty = submission.late_submission_penalty or 0.0
-                row.score = max(0.0, submission.score - penalty)
-                if submission.total_seconds_late > 0:
-                    _flag(row, f"late (penalty {penalty:g})")
-            if NOT_GRADED in row.flags:
+                _fill(row, course, assignment, releases, checksums.get(student), gradebook)
+            except Exception as error:  # one student's odd files never stop the table
+                _flag(row, f"{NOT_GRADED}: the report failed ({type(error).__name__}: {error})")
+            if is_not_graded(row):
                 row.score = 0.0
             rows.append(row)
     return rows
+
+
+def _fill(
+    row: StudentRow,
+    course: Course,
+    assignment: str,
+    releases: dict[str, nbformat.NotebookNode],
+    checksums: dict | None,
+    gradebook: Gradebook,
+) -> None:
+    """Fill `row`'s flags and score from the student's files, reports and gradebook entry."""
+    student = row.student
+    reports = course.root / "reports" / assignment / "autograde"
+    log_file = reports / f"{student}.log"
+    log = log_file.read_text(errors="replace") if log_file.is_file() else ""
+    problems = reports / f"{student}.problems.json"
+    for problem in json.loads(problems.read_text()) if problems.is_file() else []:
+        _flag(row, f"{NOT_GRADED}: grading error ({problem})")
+    for flag in admission.nbgrader_file_flags(course.folder("submitted", assignment, student)):
+        _flag(row, flag)
+    for notebook, release in releases.items():
+        submitted = course.folder("submitted", assignment, student) / f"{notebook}.ipynb"
+        autograded = course.folder("autograded", assignment, student) / f"{notebook}.ipynb"
+        _check_submitted(row, submitted, release)
+        _check_unchanged(row, submitted, (checksums or {}).get(submitted.name))
+        _check_autograded(row, autograded, log)
+        _check_sandbox(row, reports / f"{student}.{notebook}.json")
+        if not autograded.is_file():
+            _flag_not_graded(row)
+    try:
+        submission = gradebook.find_submission(assignment, student)
+    except MissingEntry:
+        _flag_not_graded(row)
+    else:  # nbgrader's late penalty (0 unless a due date and a penalty policy are set)
+        penalty = submission.late_submission_penalty or 0.0
+        row.score = max(0.0, submission.score - penalty)
+        if submission.total_seconds_late > 0:
+            _flag(row, f"late (penalty {penalty:g})")
 
 
 def format_table(rows: list[StudentRow]) -> str:

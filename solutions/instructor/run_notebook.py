@@ -35,6 +35,8 @@ from nbclient.exceptions import DeadKernelError  # noqa: E402
 
 MAX_CRASHES = 3
 MAX_OUTPUT_CHARS = 20_000  # per output: feedback shows a cell's start, never megabytes
+MAX_OUTPUTS_PER_CELL = 100
+MAX_CELL_OUTPUT_CHARS = 4 * 2**20  # a cell's outputs together (pictures are base64 text)
 PR_SET_DUMPABLE = 4
 CRASHED_CELL_NOTE = "The kernel died while running this cell"
 CRASHED_CELL_SOURCE = (
@@ -61,6 +63,22 @@ def _trimmed(output: dict) -> dict:
         if isinstance(value, str) and len(value) > MAX_OUTPUT_CHARS * 50:
             output["data"][mime] = "(output too large, cut by the grader)"
     return output
+
+
+def _bounded(outputs: list) -> list[dict]:
+    """A cell's outputs, each trimmed, at most MAX_OUTPUTS_PER_CELL of them and about
+    MAX_CELL_OUTPUT_CHARS in all; a note says what was left out."""
+    kept, size = [], 0
+    for output in outputs[:MAX_OUTPUTS_PER_CELL]:
+        output = _trimmed(dict(output))
+        size += len(json.dumps(output))
+        if size > MAX_CELL_OUTPUT_CHARS:
+            break
+        kept.append(output)
+    if len(kept) < len(outputs):
+        note = f"... {len(outputs) - len(kept)} more outputs of this cell cut by the grader\n"
+        kept.append({"output_type": "stream", "name": "stdout", "text": note})
+    return kept
 
 
 def emit(event: dict) -> None:
@@ -137,7 +155,7 @@ def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations, cap
                     client.execute_cell(cell, index)
                     if time.monotonic() - start >= timeout:
                         _name_the_timeout(cell, timeout)
-                    outputs = [_trimmed(dict(output)) for output in cell.outputs]
+                    outputs = _bounded(cell.outputs)
                     emit({"cell": index, "outputs": outputs, "observations": observations.new()})
             emit({"done": True, "problem": None})
             return

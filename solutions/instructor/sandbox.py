@@ -302,9 +302,14 @@ def _run(command: list[str], env: dict, limits: Limits, execution: Execution, cw
 
 
 def _read_events(process: subprocess.Popen, limits: Limits, execution: Execution) -> None:
-    """Read the runner's JSON lines into `execution`, at most `limits.result_bytes`."""
+    """Read the runner's JSON lines into `execution`, at most `limits.result_bytes` in all:
+    a line is never read past what is left of that limit, so a cell's huge output costs this
+    process at most the limit, not the output's size."""
     received = 0
-    for line in process.stdout:
+    while True:
+        line = process.stdout.readline(limits.result_bytes - received + 1)
+        if not line:
+            return
         received += len(line)
         if received > limits.result_bytes:
             execution.flags.append("sent more than the result limit")

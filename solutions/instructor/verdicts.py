@@ -22,36 +22,63 @@ import importlib
 import json
 import re
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer, Unicode
 
 from solutions.grading import HiddenTest
+from solutions.instructor.admission import unreadable_reason
+from solutions.instructor.integrity import is_test_cell
 from solutions.instructor.sandbox import Execution, Limits, kernel_files, run_submission
 from solutions.judging import Verdict, verdict
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
 HIDDEN_CALL = re.compile(r"^grade\.(\w+)\(", re.MULTILINE)
-HIDDEN_OF = "hidden_test_of"
+NOT_JUDGED = "test not judged"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where each cell of a notebook went in its prepared copy: `positions[i]` is the prepared
+    index of cell i, and `probes[i]` that of the hidden test split off test cell i. Computed
+    from the cells' roles, which admission and nbgrader's OverwriteCells took from the release;
+    never read back from the prepared notebook, whose metadata a student could imitate."""
+
+    positions: tuple[int, ...]
+    probes: dict[int, int]
+
+
+def plan(nb: NotebookNode) -> Plan:
+    """The `Plan` of `prepare(nb)`."""
+    positions, probes, where = [], {}, 0
+    for index, cell in enumerate(nb.cells):
+        positions.append(where)
+        where += 1
+        if is_test_cell(cell) and cell.cell_type == "code" and HIDDEN_BLOCK.search(cell.source):
+            probes[index] = where
+            where += 1
+    return Plan(tuple(positions), probes)
 
 
 def prepare(nb: NotebookNode) -> NotebookNode:
-    """A copy of `nb` with each test cell's hidden block moved into its own cell after it."""
+    """A copy of `nb` with each test cell's hidden block moved into its own cell after it
+    (see `plan`), outputs cleared."""
     prepared = copy.deepcopy(nb)
     cells = []
+    probes = plan(nb).probes
     for index, cell in enumerate(prepared.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cells.append(cell)
-        hidden = HIDDEN_BLOCK.search(cell.source) if cell.cell_type == "code" else None
-        if hidden:
+        if index in probes:
+            hidden = HIDDEN_BLOCK.search(cell.source)
             cell.source = HIDDEN_BLOCK.sub("", cell.source)
             probe = nbformat.v4.new_code_cell(hidden.group(1))
-            probe.metadata["course"] = {HIDDEN_OF: index}
             probe.id = f"hidden-test-{index}"  # the same notebook always has the same digest
             cells.append(probe)
     prepared.cells = cells
@@ -61,7 +88,7 @@ def prepare(nb: NotebookNode) -> NotebookNode:
 def digest(nb: NotebookNode, assignment: str, limits: Limits, sandboxed: bool) -> str:
     """The key of one execution's result: the prepared notebook, every file its sandbox holds
     (a changed grader or library runs it again), the limits and whether it was sandboxed."""
-    key = hashlib.sha256(nbformat.writes(nb).encode())
+    key = hashlib.sha256(nbformat.writes(nb).encode("utf-8", "surrogatepass"))
     for relative, source in kernel_files(assignment).items():
         text = source.read_bytes() if isinstance(source, Path) else source.encode()
         key.update(f"\0{relative}\0".encode() + text)
@@ -212,6 +239,8 @@ class SandboxedAutograde(NbGraderPreprocessor):
 
     def execute(self, prepared: NotebookNode, assignment: str) -> Execution:
         """The sandbox's result for `prepared`, from the cache when a parallel run left it."""
+        if unreadable_reason(prepared):  # nothing of the student's to run: every test scores 0
+            return Execution(finished=True)
         key = digest(prepared, assignment, self.limits(), self.sandbox)
         cached = Path(self.cache_dir) / f"{key}.json" if self.cache_dir else None
         if cached is not None and cached.is_file():
@@ -222,38 +251,56 @@ class SandboxedAutograde(NbGraderPreprocessor):
             return run_submission(path, assignment, self.limits(), sandboxed=self.sandbox)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-        assignment = resources["nbgrader"]["assignment"]
-        prepared = prepare(nb)
-        execution = self.execute(prepared, assignment)
+        info = resources["nbgrader"]
+        where = plan(nb)
+        execution = self.execute(prepare(nb), info["assignment"])
         outputs = {int(k): v for k, v in execution.outputs.items()}
         observations = read_observations(execution.observations)
-        original = [
-            i for i, c in enumerate(prepared.cells) if HIDDEN_OF not in c.metadata.get("course", {})
-        ]
-        probes = {
-            c.metadata["course"][HIDDEN_OF]: i
-            for i, c in enumerate(prepared.cells)
-            if HIDDEN_OF in c.metadata.get("course", {})
-        }
+        judged = set()
         count = 0
-        for index, (cell, where) in enumerate(zip(nb.cells, original)):
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             count += 1
             cell.execution_count = count
-            cell.outputs = merged_streams([nbformat.from_dict(o) for o in outputs.get(where, [])])
-            if index not in probes:
+            own = outputs.get(where.positions[index], [])
+            cell.outputs = merged_streams([nbformat.from_dict(o) for o in own])
+            if index not in where.probes:
                 continue
-            probe_outputs = outputs.get(probes[index], [])
-            tests = hidden_tests(assignment, cell.source)
+            probe_outputs = outputs.get(where.probes[index], [])
+            tests = hidden_tests(info["assignment"], cell.source)
             if tests is None:
                 verdicts = [_kernel_verdict(probe_outputs)]
             else:
                 verdicts = [judge_cell(t, observations, probe_outputs) for t in tests]
-            points = float(cell.metadata.get("nbgrader", {}).get("points", 0))
+            points = float(cell.metadata["nbgrader"].get("points", 0))
             cell.outputs = _as_text(cell.outputs) + verdict_outputs(verdicts, points)
+            judged.add(cell.metadata["nbgrader"]["grade_id"])
+        unjudged = self._score_unjudged(nb, judged, info)
+        if unjudged:
+            execution.flags.append(f"{NOT_JUDGED} ({', '.join(unjudged)})")
         self._report(resources, execution)
         return nb, resources
+
+    @staticmethod
+    def _score_unjudged(nb: NotebookNode, judged: set[str], info: dict) -> list[str]:
+        """Give 0 to every test cell the gradebook knows that got no verdict here; return
+        their grade_ids. (After admission and OverwriteCells every test cell is in `nb` with
+        its hidden test, so this only happens when something else went wrong.)"""
+        with Gradebook(info["db_url"]) as gradebook:
+            known = gradebook.find_notebook(info["notebook"], info["assignment"])
+            answers = {cell.name for cell in known.solution_cells}
+            tests = [cell.name for cell in known.grade_cells if cell.name not in answers]
+        unjudged = [grade_id for grade_id in tests if grade_id not in judged]
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") in unjudged:
+                message = "this test was not judged by the grader, so it scores 0"
+                cell.outputs = [
+                    nbformat.v4.new_output(
+                        "error", ename="NotJudged", evalue=message, traceback=[message]
+                    )
+                ]
+        return unjudged
 
     def _report(self, resources: dict, execution: Execution) -> None:
         if not self.report_dir:
