@@ -18,7 +18,7 @@ from course_support import NOTEBOOK_1, cell_by_id, grade_cell_ids, reference_ans
 from solutions.instructor import admission
 from solutions.instructor.admission import Unusable, admit_file, clean
 from solutions.instructor.integrity import is_test_cell, uses_grading_code
-from solutions.instructor.verdicts import plan, prepare
+from solutions.instructor.verdicts import plan, prepare, read_observations
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +201,12 @@ def test_a_timestamp_that_is_not_a_time_is_dropped_and_flagged(tmp_path):
     (tmp_path / "timestamp.txt").write_text("2026-11-28 08:00:00.000000 UTC")
     assert admission.nbgrader_file_flags(tmp_path) == []
     assert admission.nbgrader_files(tmp_path) == {"timestamp.txt": "2026-11-28 08:00:00.000000 UTC"}
+
+
+def test_observations_nested_too_deep_for_the_judges_are_not_read():
+    """A kernel writes what it likes into its observations: a line too deep for json's reader
+    or for the judges' recursive comparison is skipped (that test was not observed: 0)."""
+    deep = '{"test": "a", "data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    nested = '{"test": "b", "data": ' + "[" * 80 + "]" * 80 + "}"
+    shallow = '{"test": "c", "data": [[1, 2], {"x": [3]}]}'
+    assert read_observations("\n".join([deep, nested, shallow])) == {"c": [[[1, 2], {"x": [3]}]]}

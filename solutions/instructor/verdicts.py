@@ -114,11 +114,28 @@ def read_observations(text: str) -> dict[str, list]:
     for line in text.splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("test"), str):
+        if not isinstance(record, dict) or not isinstance(record.get("test"), str):
+            continue
+        if _depth(record) <= MAX_OBSERVATION_DEPTH:  # the judges recurse into what they compare
             found.setdefault(record["test"], []).append(record.get("data"))
     return found
+
+
+MAX_OBSERVATION_DEPTH = 64  # far deeper than any grader's data; a deeper line is not read
+
+
+def _depth(data: object) -> int:
+    """How deeply lists and dicts nest in `data` (walked without recursion)."""
+    deepest, todo = 0, [(data, 0)]
+    while todo:
+        value, depth = todo.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_OBSERVATION_DEPTH and isinstance(value, (list, dict)):
+            children = value.values() if isinstance(value, dict) else value
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _why_not_observed(outputs: list) -> str:
