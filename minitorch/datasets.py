@@ -52,8 +52,14 @@ def load_digits(test_size: int = 360, images: bool = False, seed: int = 0) -> Sp
     Inputs are flat vectors of 64 pixels, or `[1, 8, 8]` images with `images=True`. The split
     is fixed by `seed`: 1,437 training and 360 test samples by default.
     """
-    from sklearn.datasets import load_digits as sklearn_digits
-
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError as error:
+        raise ImportError(
+            "minitorch.datasets.load_digits reads the digits that scikit-learn ships, and "
+            "scikit-learn is not installed: pip install scikit-learn (it comes with the "
+            "course's [student] and [course] extras)"
+        ) from error
     digits = sklearn_digits()
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
     y = torch.tensor(digits.target, dtype=torch.int64)

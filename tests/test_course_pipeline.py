@@ -59,7 +59,8 @@ class GradedClass:
         return {row.student: row for row in rows}
 
     def cell_scores(self) -> dict[str, dict[str, float | None]]:
-        """student -> {grade cell id: score} from the gradebook."""
+        """student -> {grade cell id: score} from the gradebook (which holds none for a
+        submission that is not graded: truncated-json)."""
         with Gradebook(f"sqlite:///{self.course / 'gradebook.db'}") as gradebook:
             return {
                 student: {
@@ -69,6 +70,7 @@ class GradedClass:
                     ).grades
                 }
                 for student in self.expected_students
+                if student != "truncated-json"
             }
 
     def points(self, exercise: str) -> float:
@@ -151,7 +153,7 @@ def graded(released_course: Path, tmp_path_factory: pytest.TempPathFactory) -> G
 
 
 def test_every_student_gets_a_row(graded: GradedClass) -> None:
-    assert graded.exit_code == 0
+    assert graded.exit_code == 1  # truncated-json is not graded: the run ends asking for a file
     assert sorted(graded.rows()) == graded.expected_students
     table_students = [line.split()[0] for line in graded.table.splitlines()[1:]]
     assert table_students == graded.expected_students, graded.table
@@ -197,9 +199,11 @@ def test_deleted_test_cell_is_restored_and_graded(graded: GradedClass) -> None:
     assert None not in scores.values(), f"a test cell needs manual grading: {scores}"
 
 
-def test_truncated_json_gets_a_flagged_row(graded: GradedClass) -> None:
+def test_truncated_json_gets_a_flagged_row_and_no_grade(graded: GradedClass) -> None:
     row = graded.rows()["truncated-json"]
-    assert row.score == 0 and any(f.startswith(report.UNREADABLE) for f in row.flags), row
+    assert report.is_not_graded(row) and any(f.startswith(report.UNREADABLE) for f in row.flags)
+    table = {line.split()[0]: line.split()[1] for line in graded.table.splitlines()[1:]}
+    assert table["truncated-json"] == "-" and table["blank"] == "0", graded.table
 
 
 def test_changed_kernelspec_is_restored(graded: GradedClass) -> None:
@@ -236,7 +240,8 @@ def test_export_and_feedback(graded: GradedClass) -> None:
     feedback = graded.course / "feedback"
     for student in graded.expected_students:
         html = feedback / student / NOTEBOOK_1 / f"{NOTEBOOK_1}.html"
-        assert html.is_file() or student == "truncated-json", f"no feedback for {student}"
+        assert html.is_file(), f"no feedback for {student}"  # truncated-json's says why
+    assert ",truncated-json,,,,,,,25.0,unreadable notebook: not JSON" in csv_text, csv_text
 
 
 def test_release_feedback_and_wheel_leak_nothing(graded: GradedClass) -> None:
@@ -265,20 +270,25 @@ NOT_RERUN = ("infinite-loop", "kernel-crash")
 
 
 def test_rerunning_the_batch_loses_nothing(graded: GradedClass) -> None:
-    """Last in this module: autograde the class again; every student's grades and row are
-    unchanged."""
+    """Last in this module: autograde the class again, first as it is (every result reused,
+    NOTE [Incremental grading]), then with --force (every submission run and recorded again);
+    every student's grades and row are unchanged."""
     before_scores, before_rows = graded.cell_scores(), graded.rows()
     rerun = [s for s in graded.expected_students if not s.startswith(NOT_RERUN)]
     assert len(rerun) >= 8
     students = [arg for student in rerun for arg in ("--student", student)]
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = main(
-            ["--course", str(graded.course), "--timeout", str(TEST_TIMEOUT_S), "autograde",
-             NOTEBOOK_1, *students]
-        )  # fmt: skip
-    assert code == 0
-    assert graded.cell_scores() == before_scores
-    after_rows = graded.rows()
-    assert {s: (r.score, r.flags) for s, r in after_rows.items()} == {
-        s: (r.score, r.flags) for s, r in before_rows.items()
-    }
+    for force in ([], ["--force"]):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(
+                ["--course", str(graded.course), "--timeout", str(TEST_TIMEOUT_S), "autograde",
+                 NOTEBOOK_1, *students, *force]
+            )  # fmt: skip
+        assert code == 1 and "not graded (see above" in err.getvalue()  # truncated-json
+        reused = [s for s in rerun if f" {s} (reused)" in err.getvalue()]
+        assert reused == ([] if force else [s for s in rerun if s != "truncated-json"])
+        assert graded.cell_scores() == before_scores
+        after_rows = graded.rows()
+        assert {s: (r.score, r.flags) for s, r in after_rows.items()} == {
+            s: (r.score, r.flags) for s, r in before_rows.items()
+        }

@@ -105,10 +105,18 @@ def hostile(released_course: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return HostileClass(course, out.getvalue(), code)
 
 
+NOT_NOTEBOOKS = ["cells-not-a-list", "not-json", "too-large"]
+
+
 @pytest.mark.classes
 def test_every_student_is_recorded_and_the_run_ends_normally(hostile: HostileClass) -> None:
-    assert hostile.exit_code == 0, hostile.output[-3000:]
+    """Exit status 1 only because three files are not notebooks: the summary names them."""
+    assert hostile.exit_code == 1, hostile.output[-3000:]
     assert "Traceback" not in hostile.output, hostile.output[-3000:]
+    last = hostile.output.strip().splitlines()[-1]
+    assert last == f"not graded (see above and reports/{NOTEBOOK_1}/autograde/): " + ", ".join(
+        NOT_NOTEBOOKS
+    ), hostile.output[-3000:]
     rows = hostile.rows()
     assert (rows["honest"].score, rows["honest"].flags) == (25, []), rows["honest"]
     assert len(rows) == 10, sorted(rows)
@@ -139,11 +147,20 @@ def test_metadata_of_the_wrong_type_is_the_release_s_and_flagged(hostile: Hostil
     [("not-json", "not JSON"), ("cells-not-a-list", "its cells are not a list"),
      ("too-large", "larger than 16 MiB")],
 )  # fmt: skip
-def test_files_that_are_not_notebooks_score_zero_with_the_reason(
+def test_files_that_are_not_notebooks_are_not_graded_with_the_reason(
     hostile: HostileClass, student: str, why: str
 ) -> None:
+    """No grade, in the table nor in grades.csv (issue 32: a 0 nobody gave); the summary says
+    to ask for a new file; the student's feedback says why."""
     row = hostile.rows()[student]
-    assert row.score == 0 and any(f.startswith(f"{report.UNREADABLE}: {why}") for f in row.flags)
+    assert report.is_not_graded(row), row
+    assert any(f.startswith(f"{report.UNREADABLE}: {why}") for f in row.flags), row
+    assert f"  {student}: {report.UNREADABLE}: {why}" in hostile.output
+    assert f"-> ask {student} for a new file" in hostile.output
+    with open(hostile.course / "grades.csv", newline="") as handle:
+        grades = {line["student_id"]: line for line in csv.DictReader(handle)}
+    assert grades[student]["score"] == "" and why in grades[student]["not_graded"]
+    assert grades["honest"]["score"] == "25.0"
     feedback = hostile.course / "feedback" / student / NOTEBOOK_1 / f"{NOTEBOOK_1}.html"
     assert why in feedback.read_text(), "the student learns why too"
 

@@ -1,13 +1,16 @@
 """Each role's documented commands, run for real on scratch copies.
 
 - Student: `python -m solutions package-student` writes a zip and an exchange folder holding
-  the wheel and the release notebooks and nothing of solutions/; the zip's `open_course.py`
-  starts JupyterLab with nbgrader's student extensions only (Validate works, the formgrader is
-  not there), and `--submit` writes the file name the LMS collection expects.
+  the wheel and the release notebooks and nothing of solutions/; its requirements install
+  torch's CPU build (requirements-cuda.txt PyPI's CUDA build) and everything minitorch imports;
+  the zip's `open_course.py` starts JupyterLab with Validate only (no formgrader, no Assignments
+  tab: the zip flow has no exchange), says what to do when run by a Python without JupyterLab,
+  and `--submit` writes the file name the LMS collection expects.
+- Hub: the pre-flight refuses a Node.js older than configurable-http-proxy needs.
 - Instructor: `validate` leaves the course folder byte-identical; `--course` works before and
   after the command; nbgrader started in the repository root finds the course's config.
-- README: the set-up block installs every apt package .ci/run installs, the student section is
-  five lines, environment.yml pins torch as the pip path does.
+- README: the set-up block installs every apt package .ci/run installs and gets Node.js as it
+  does, the student section is five lines, environment.yml pins torch as the pip path does.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -36,8 +41,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from solutions.instructor import leaks
 from solutions.instructor.cli import build_parser, main
-from solutions.instructor.course import open_course
-from solutions.instructor.student_package import PACKAGE_NAME
+from solutions.instructor.course import CommandError, open_course
+from solutions.instructor.student_package import PACKAGE_NAME, TORCH_CPU_INDEX
 
 README = (REPO_ROOT / "README.md").read_text()
 INSTRUCTOR_LAB_EXTENSIONS = (
@@ -45,6 +50,9 @@ INSTRUCTOR_LAB_EXTENSIONS = (
     "@jupyter/nbgrader:create-assignment",
     "@jupyter/nbgrader:course-list",
 )
+# Off in the zip flow too: the Assignments tab needs an exchange folder (the zip has none, and
+# students submit with `open_course.py --submit`); the Nbgrader menu would list only that tab.
+EXCHANGE_LAB_EXTENSIONS = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:menu")
 START_TIMEOUT_S = 60
 
 
@@ -151,7 +159,7 @@ def test_student_package_holds_the_wheel_and_the_release_notebooks(
     assignments = open_course(course).assignments()
     assert sorted(p.name for p in unpacked.iterdir()) == sorted([
         "README.md", "jupyter", "notebooks", "open_course.py", "requirements.txt",
-        "dyngraph_minitorch-0.1.0-py3-none-any.whl",
+        "requirements-cuda.txt", "dyngraph_minitorch-0.1.0-py3-none-any.whl",
     ])  # fmt: skip
     for assignment in assignments:
         release = course / "release" / assignment / f"{assignment}.ipynb"
@@ -163,8 +171,18 @@ def test_student_package_holds_the_wheel_and_the_release_notebooks(
         assert {name.split("/")[0] for name in archive.namelist()} == {
             "minitorch", "dyngraph_minitorch-0.1.0.dist-info"
         }  # fmt: skip
-    requirements = (unpacked / "requirements.txt").read_text().splitlines()
-    assert requirements == ["torch==2.13.0", f"./{wheel.name}[student]"]
+
+    def requirements(name: str) -> list[str]:
+        lines = (unpacked / name).read_text().splitlines()
+        return [line for line in lines if not line.startswith("#")]
+
+    # The CPU build by default (PyPI's Linux torch is the CUDA build: gigabytes); PyPI's for
+    # an NVIDIA GPU. Each file installs what minitorch imports (the [student] extra).
+    assert requirements("requirements.txt") == [
+        "--extra-index-url https://download.pytorch.org/whl/cpu", "torch==2.13.0",
+        f"./{wheel.name}[student]",
+    ]  # fmt: skip
+    assert requirements("requirements-cuda.txt") == ["torch==2.13.0", f"./{wheel.name}[student]"]
 
 
 def test_student_package_reveals_nothing_of_solutions(
@@ -246,18 +264,18 @@ def _request(url: str, token: str, data: bytes | None = None) -> tuple[int, str]
 
 def test_student_jupyterlab_has_only_the_student_extensions(unpacked: Path) -> None:
     """The settings open_course.py gives JupyterLab, listed; then the real command started:
-    the formgrader and course list are not served, the page disables the instructor's lab
-    extensions, and Validate runs the release notebook with the student's nbgrader config."""
+    the formgrader, course list and assignment list are not served, the page disables the
+    instructor's lab extensions and the Assignments tab, and Validate runs the release notebook
+    with the student's nbgrader config."""
     listed = subprocess.run(
         [sys.executable, "-m", "jupyter", "labextension", "list"],
         env=_load_open_course(unpacked).jupyter_env(), capture_output=True, text=True, check=True,
     )  # fmt: skip
     disabled = listed.stdout.split("Disabled extensions:")[-1] + listed.stderr
     disabled = disabled.split("Disabled extensions:")[-1]
-    for extension in INSTRUCTOR_LAB_EXTENSIONS:
+    for extension in INSTRUCTOR_LAB_EXTENSIONS + EXCHANGE_LAB_EXTENSIONS:
         assert extension in disabled, listed.stdout + listed.stderr
-    for extension in ("validate-assignment", "assignment-list"):
-        assert f"@jupyter/nbgrader:{extension}" not in disabled
+    assert "@jupyter/nbgrader:validate-assignment" not in disabled
 
     port, token = _free_port(), secrets.token_hex(16)
     command = [sys.executable, str(unpacked / "open_course.py"), "--no-browser",
@@ -275,10 +293,14 @@ def test_student_jupyterlab_has_only_the_student_extensions(unpacked: Path) -> N
             time.sleep(0.5)
         assert _request(f"{base}/formgrader", token)[0] == 404
         assert _request(f"{base}/formgraders", token)[0] == 404  # the course list
+        # The Assignments tab's list: it answered "The exchange directory does not exist and
+        # could not be created" in the zip flow; now it is not served.
+        assert _request(f"{base}/assignments?course_id=dyngraph", token)[0] == 404
         status, page = _request(f"{base}/lab", token)
         config = json.loads(re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', page,
                                       re.S).group(1))  # fmt: skip
-        assert set(INSTRUCTOR_LAB_EXTENSIONS) <= set(config["disabledExtensions"])
+        disabled_on_page = set(config["disabledExtensions"])
+        assert set(INSTRUCTOR_LAB_EXTENSIONS + EXCHANGE_LAB_EXTENSIONS) <= disabled_on_page
         path = f"{NOTEBOOK_1}/{NOTEBOOK_1}.ipynb"
         status, body = _request(
             f"{base}/assignments/validate", token, urllib.parse.urlencode({"path": path}).encode()
@@ -292,6 +314,135 @@ def test_student_jupyterlab_has_only_the_student_extensions(unpacked: Path) -> N
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_open_course_says_what_to_do_without_jupyterlab(tmp_path: Path) -> None:
+    """Run by a Python without JupyterLab (a new shell, the venv not activated), open_course.py
+    names the step to take instead of `No module named jupyterlab`: make the environment, then
+    activate it; run by the course's own environment before its install, install into it."""
+    folder = tmp_path / PACKAGE_NAME
+    folder.mkdir()
+    shutil.copy(REPO_ROOT / "course" / "student" / "open_course.py", folder)
+    bare = tmp_path / "python-without-jupyterlab"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+
+    def run(python: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(python / "bin" / "python"), "open_course.py"],
+            cwd=folder, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    first = run(bare)
+    assert first.returncode == 2, first.stderr
+    assert "No module named" not in first.stderr
+    assert "has no JupyterLab" in first.stderr
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt" in (
+        first.stderr
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / ".venv")],
+                   check=True)  # fmt: skip
+    not_activated = run(bare)
+    assert not_activated.returncode == 2 and ". .venv/bin/activate" in not_activated.stderr
+    assert "pip install" not in not_activated.stderr
+    not_installed = run(folder / ".venv")
+    assert not_installed.returncode == 2
+    assert "pip install -r requirements.txt" in not_installed.stderr
+    assert "venv" not in not_installed.stderr.split("has no JupyterLab", 1)[1]
+
+
+def _distributions_reached(names: list[str]) -> set[str]:
+    """Installed distributions that `names` (requirement strings) bring, transitively."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    def key(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    reached, todo = set(), [Requirement(n) for n in names]
+    while todo:
+        requirement = todo.pop()
+        if key(requirement.name) in reached:
+            continue
+        try:
+            distribution = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            continue
+        reached.add(key(requirement.name))
+        for line in distribution.requires or []:
+            child = Requirement(line)
+            if child.marker is None or child.marker.evaluate({"extra": ""}):
+                todo.append(child)
+    return reached
+
+
+def test_the_student_extra_brings_everything_minitorch_imports() -> None:
+    """Every module that minitorch imports, at the top of a file or inside a function (as
+    load_digits imports scikit-learn), comes with the wheel's dependencies and its [student]
+    extra, which the student package's requirements install."""
+    import ast
+    from importlib import metadata
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    reached = _distributions_reached(
+        project["dependencies"] + project["optional-dependencies"]["student"]
+    )
+    owners = metadata.packages_distributions()
+    imported = set()
+    for path in (REPO_ROOT / "minitorch").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = sorted(imported - set(sys.stdlib_module_names) - {"minitorch", "__future__"})
+    assert "sklearn" in third_party  # load_digits
+    for module in third_party:
+        names = {re.sub(r"[-_.]+", "-", n).lower() for n in owners.get(module, [])}
+        assert names & reached, f"minitorch imports {module}, which the student does not get"
+
+
+def test_load_digits_without_scikit_learn_says_what_to_install() -> None:
+    """A Python where scikit-learn cannot be imported (here: blocked in sys.modules)."""
+    probe = (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "from minitorch import datasets\n"
+        "try:\n    datasets.load_digits()\nexcept ImportError as error:\n    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert "pip install scikit-learn" in done.stdout, done.stdout + done.stderr
+
+
+# --- hub: the pre-flight's Node.js check -------------------------------------------------------
+@pytest.mark.skipif(
+    importlib.util.find_spec("jupyterhub") is None
+    or shutil.which("configurable-http-proxy") is None
+    or shutil.which("node") is None,
+    reason="needs JupyterHub, configurable-http-proxy and node",
+)
+def test_hub_preflight_refuses_a_node_older_than_the_proxy_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This machine's node passes; a `node` first on PATH that is Debian 12's 18 (a stand-in
+    script answering `--version` as Debian's nodejs 18.20.4 does: no Node.js 18 runs here)
+    stops the hub with the command that fixes it."""
+    from solutions.instructor import hub
+
+    hub.check_node()  # the real node here is 20 or later
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "configurable-http-proxy").symlink_to(shutil.which("configurable-http-proxy"))
+    old_node = bin_folder / "node"
+    old_node.write_text("#!/bin/sh\necho v18.20.4\n")
+    old_node.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+    with pytest.raises(CommandError) as refused:
+        hub.check_requirements("127.0.0.1", 8000, tmp_path / "state", private=True)
+    message = str(refused.value)
+    assert "Node.js 20 or later" in message and "v18.20.4" in message, message
+    assert "npm install -g node@22" in message
+    assert not (tmp_path / "state").exists()
 
 
 # --- the README --------------------------------------------------------------------------------
@@ -308,7 +459,16 @@ def test_readme_setup_block_installs_what_ci_installs() -> None:
     apt_line = next(line for line in setup.splitlines() if "apt-get install" in line)
     packages = set(ci_line.split("-y", 1)[1].split())
     assert packages <= set(apt_line.split("-y", 1)[1].split())
-    assert "pip install torch==2.13.0" in setup
+    # Node.js 20 or later where Debian 12 has 18, the same line in both
+    ci_node = next(line for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines()
+                   if "npm install -g node@" in line)  # fmt: skip
+    assert ci_node in setup.splitlines()
+    # torch: the CPU build in the block, the CUDA build named right after it
+    torch_line = next(line for line in setup.splitlines() if "pip install torch" in line)
+    assert torch_line.startswith(f"pip install torch==2.13.0 --index-url {TORCH_CPU_INDEX} && ")
+    after = " ".join(_section("Quick start").split("```\n")[2].split())
+    assert "NVIDIA GPU, start it with `pip install torch==2.13.0` instead" in after
+    assert "--allow-root" in _section("Quick start").split("```\n")[0]  # next to `jupyter lab`
 
 
 def test_readme_student_section_is_five_steps() -> None:
@@ -318,6 +478,7 @@ def test_readme_student_section_is_five_steps() -> None:
         "1. Get", "2. Install", "3. Open", "4. Validate", "5. Submit"
     ]  # fmt: skip
     assert "<student_id>_<assignment>.ipynb" in lines[4]
+    assert "requirements-cuda.txt" in lines[1] and ". .venv/bin/activate" in lines[2]
 
 
 def test_conda_environment_pins_torch_like_the_pip_path() -> None:

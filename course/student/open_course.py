@@ -7,13 +7,17 @@
 Any other argument goes to JupyterLab (for example `--no-browser` or `--port 8890`).
 
 JupyterLab takes its settings from the folder jupyter/ next to this file (JUPYTER_CONFIG_DIR):
-the Validate button and the Assignments tab are on; the instructor's tools (the formgrader,
-Create Assignment and the course list) are off.
+the Validate button is on; the Assignments tab (you submit with --submit instead) and the
+instructor's tools (the formgrader, Create Assignment and the course list) are off.
+
+It runs JupyterLab with the Python that runs it: the course's environment (.venv), activated
+as README.md says. Run by a Python without JupyterLab, it says what to do.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -38,6 +42,29 @@ def lab_command(extra: list[str]) -> list[str]:
     if getattr(os, "geteuid", lambda: 1)() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")  # JupyterLab refuses to run as root without it
     return command
+
+
+def missing_jupyterlab() -> str | None:
+    """None when this Python has JupyterLab; else what to do, for the student to read."""
+    if importlib.util.find_spec("jupyterlab") is not None:
+        return None
+    venv = HERE / ".venv"
+    if Path(sys.prefix).resolve() == venv.resolve():
+        step = "install the course in it (README.md, step 1):\n    pip install -r requirements.txt"
+    elif venv.is_dir():
+        step = (
+            f"activate the course's environment first, in {HERE}:\n"
+            "    . .venv/bin/activate        (Windows: .venv\\Scripts\\activate)"
+        )
+    else:
+        step = (
+            f"make the course's environment first (README.md, step 1), in {HERE}:\n"
+            "    python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt"
+        )
+    return (
+        f"this Python ({sys.executable}) has no JupyterLab: {step}\n"
+        "then run python3 open_course.py again."
+    )
 
 
 def submit(student_id: str, assignment: str) -> list[Path]:
@@ -80,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         for path in written:
             print(f"upload this file: {path}")
         return 0
+    problem = missing_jupyterlab()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     command = lab_command(extra)
     os.execve(command[0], command, jupyter_env())  # returns only on failure (it raises)
     return 1

@@ -14,8 +14,11 @@ later step read that copy, never the submission itself:
 - outputs are dropped (grading runs the notebook again) and cell ids are `cell-<index>`, so
   the same submission always makes the same notebook, hence the same result key.
 A file that cannot be admitted (not JSON, not a version 4 notebook, too large) is "unreadable"
-with the reason, and scores 0. What admission notices (a changed kernelspec, an edited or
-deleted test cell, a cell using the grading code) goes into the instructor's table as flags.
+with the reason: it is run as the blank release (nothing of the student's) so that its feedback
+says why, and then given no grade (pipeline.autograde takes it out of the gradebook; `grade`
+asks the instructor to get a readable file). What admission notices (a changed kernelspec, an
+edited or deleted test cell, a cell using the grading code) goes into the instructor's table as
+flags.
 `submitted/` keeps what the student handed in, byte for byte (its checksum is recorded at
 collection).
 """
@@ -165,7 +168,7 @@ def review(nb: NotebookNode, data: bytes, release: NotebookNode) -> list[str]:
 def admit_file(path: Path, release: NotebookNode) -> Admitted:
     """Admit the submitted notebook at `path` (see NOTE [Admission]). A file that cannot be
     admitted gives the release itself, marked `unreadable` (`unreadable_reason`): it is graded
-    without running anything, so every test scores 0 and the feedback says why."""
+    without running anything; the feedback says why, and no grade is kept."""
     if not path.is_file() and not path.is_symlink():
         return Admitted(None, [MISSING_NOTEBOOK])
     try:
@@ -177,7 +180,7 @@ def admit_file(path: Path, release: NotebookNode) -> Admitted:
         nb = clean(nbformat.writes(release).encode(), release)
         reason = f"the submitted file could not be read: {problem}"
         nb.metadata["course"] = {UNREADABLE_KEY: reason}
-        note = f"**Not graded**: {reason}. Every test of this notebook scores 0."
+        note = f"**Not graded**: {reason}. Nothing in it was graded: hand in a readable notebook."
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="unreadable-note"))
         return Admitted(nb, [f"{UNREADABLE}: {problem}"])
     return Admitted(nb, review(nb, data, release))

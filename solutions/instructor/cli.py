@@ -7,14 +7,19 @@ command, like --timeout and --budget):
   autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch),
                           each in a sandbox, --jobs at a time (default: one per core);
                           --no-sandbox only where bubblewrap cannot run (the table says so);
-                          --results DIR: use the results `execute` left there
+                          --results DIR: use the results `execute` left there. Only what
+                          changed since the last run is graded again (the table says
+                          "reused"); --force grades everything again. Exit 1 when a
+                          submission could not be graded
   execute ASSIGNMENT      only the sandboxed runs (--student S ..., --results DIR): what a batch
                           system runs per submission for a large class; grades nothing
   feedback ASSIGNMENT     write HTML feedback into feedback/
   export                  write nbgrader's grades CSV (--to FILE, default: <course>/grades.csv)
   report ASSIGNMENT       print the per-student table (score, max, flags)
   grade ASSIGNMENT        all of the above in order (every submission in submitted/ is
-                          autograded), with a progress bar, ending with the table
+                          autograded, --force as for autograde), with a progress bar, ending
+                          with the table and what needs action; exit 1 when a submission
+                          could not be collected or graded
   similarity ASSIGNMENT   flag pairs of students with alike answers (--threshold, default 0.8);
                           writes reports/ASSIGNMENT/similarity.html, never changes a grade
   validate [ASSIGNMENT]   sources must pass every test, releases none; exits 1 otherwise.
@@ -32,6 +37,7 @@ line and exits 2.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -65,15 +71,19 @@ def _say(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def progress_bar(done: int, total: int, student: str, seconds: float, width: int = 30) -> None:
-    """Print one progress line per graded student: a bar, the count and the student."""
+def progress_bar(
+    done: int, total: int, student: str, seconds: float, note: str = "", width: int = 30
+) -> None:
+    """Print one progress line per graded student: a bar, the count, the student, and its
+    sandbox time or `note` ("reused": its result was kept from the last run)."""
     filled = width * done // max(total, 1)
     bar = "#" * filled + "." * (width - filled)
-    _say(f"[{bar}] {done}/{total} {student} ({seconds:.1f} s)")
+    _say(f"[{bar}] {done}/{total} {student} ({note or f'{seconds:.1f} s'})")
 
 
-def _collect(course: Course, args: argparse.Namespace) -> None:
-    """Collect from --zip, --from or --exchange (whichever was given) and say what happened."""
+def _collect(course: Course, args: argparse.Namespace) -> pipeline.Collected:
+    """Collect from --zip, --from or --exchange (whichever was given) and say what happened;
+    return what was collected (nothing when no source was given)."""
     if getattr(args, "roster", None) and not args.zip:
         raise CommandError("--roster goes with --zip (it says who uploaded what on the LMS)")
     if args.zip:
@@ -84,18 +94,21 @@ def _collect(course: Course, args: argparse.Namespace) -> None:
     elif getattr(args, "exchange", False):
         collected = pipeline.collect_exchange(course, args.assignment)
     else:
-        return
+        return pipeline.Collected()
     for warning in collected.warnings:
         _say(f"warning: {warning}")
     _say(f"collected {_count(collected.students, 'submission')}: {', '.join(collected.students)}")
+    return collected
 
 
 def _count(items: list, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
-def _print_table(course: Course, assignment: str) -> list[report.StudentRow]:
-    rows = report.student_rows(course, assignment)
+def _print_table(
+    course: Course, assignment: str, rows: list[report.StudentRow] | None = None
+) -> list[report.StudentRow]:
+    rows = report.student_rows(course, assignment) if rows is None else rows
     print(printable(report.format_table(rows)))
     summary = report.write_csv(rows, course.root / "reports" / assignment / "summary.csv")
     _say(f"table written to {summary}")
@@ -118,19 +131,92 @@ def cmd_collect(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
-    _known_students(course, args)
+    students = _known_students(course, args)
     results = pipeline.autograde(
         course, args.assignment, args.student or None, progress_bar, args.jobs, args.sandbox,
-        _results_folder(args),
+        _results_folder(args), force=args.force,
     )  # fmt: skip
+    _reused(results)
+    rows = [r for r in report.student_rows(course, args.assignment) if r.student in students]
     failed = [student for student, result in results.items() if not result.get("success")]
-    if failed:
-        _say(f"autograde failed for: {', '.join(failed)} (see reports/{args.assignment}/)")
-    return 1 if failed else 0
+    return 1 if _needs_action(course, args.assignment, [], rows) or failed else 0
+
+
+def _reused(results: dict[str, dict]) -> None:
+    """Say how many results were kept from the last run (NOTE [Incremental grading])."""
+    reused = [student for student, result in results.items() if result.get("reused")]
+    if reused:
+        _say(f"reused the grading of {_count(reused, 'submission')} unchanged since the last "
+             "run (the table says `reused`; --force grades everything again)")  # fmt: skip
 
 
 def _results_folder(args: argparse.Namespace) -> Path | None:
+    if getattr(args, "force", False) and getattr(args, "results", None):
+        raise CommandError("--force runs every sandbox again; --results uses results given: "
+                           "choose one")  # fmt: skip
     return Path(args.results).resolve() if getattr(args, "results", None) else None
+
+
+# What a skipped upload is: a file or a folder of a student's that was not collected.
+_SKIPPED = re.compile(r"(^|: )skipped |not collected|none collected")
+
+
+def _todo_for_skipped(warning: str) -> str:
+    if "is not a student id" in warning:
+        return "rename it with the student's id (letters, digits, . _ -) and collect it again"
+    if "not <student>_<notebook>.ipynb" in warning:
+        return "if it is a submission, rename it <student>_<notebook>.ipynb and collect it again"
+    if "uploaded by" in warning or "uploaded files named for" in warning:
+        return "check with the uploader whose file it is (--roster binds uploads to students)"
+    if "roster" in warning:
+        return "give --roster (who is who on the LMS) and collect again"
+    return "fix what the reason says, or ask the student for a new file, and collect again"
+
+
+def _needs_action(
+    course: Course,
+    assignment: str,
+    warnings: list[str],
+    rows: list[report.StudentRow],
+    withheld: dict[str, list] | None = None,
+) -> bool:
+    """Print, on stderr, one block saying what needs the instructor: each upload skipped by
+    this run's collect (from `warnings`), each submission not graded (the reason, its log and
+    what to do) and each feedback withheld; True when there is any (`grade` exits 1)."""
+    skipped = [warning for warning in warnings if _SKIPPED.search(warning)]
+    ungraded = [row for row in rows if report.is_not_graded(row)]
+    withheld = withheld or {}
+    if not (skipped or ungraded or withheld):
+        return False
+    lines = ["", f"needs action ({assignment}; exit status 1):"]
+    if skipped:
+        lines.append(f"{_count(skipped, 'upload')} skipped (not collected, so not graded):")
+        for warning in skipped:
+            lines += [f"  {warning}", f"    -> {_todo_for_skipped(warning)}"]
+    if ungraded:
+        lines.append(f"{_count(ungraded, 'submission')} not graded (no grade given or exported):")
+        for row in ungraded:
+            reason = report.not_graded_reason(row)
+            log = course.root / "reports" / assignment / "autograde" / f"{row.student}.log"
+            lines.append(f"  {row.student}: {reason}")
+            if any(flag.startswith(report.UNREADABLE) for flag in row.flags):
+                todo = (f"ask {row.student} for a new file (theirs cannot be read; their "
+                        "feedback says why), collect it and grade again")  # fmt: skip
+            elif any(flag.startswith(report.MISSING_NOTEBOOK) for flag in row.flags):
+                todo = f"ask {row.student} for the missing notebook, collect it and grade again"
+            elif "grading error" in reason:
+                todo = ("an error of the grading, not the student's: read the log, fix the "
+                        "cause and grade again (what was graded is reused)")  # fmt: skip
+            else:
+                todo = "grade again"
+            lines.append(f"    -> {todo}" + (f"; log: {log}" if log.is_file() else ""))
+    for student, found in withheld.items():
+        lines.append(f"  feedback of {student} withheld (it reveals solutions/: {found[0]})")
+    if ungraded:
+        names = ", ".join(row.student for row in ungraded)
+        lines.append(f"not graded (see above and reports/{assignment}/autograde/): {names}")
+    _say("\n".join(lines))
+    return True
 
 
 def _known_students(course: Course, args: argparse.Namespace) -> list[str]:
@@ -182,39 +268,39 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     if not pipeline.is_released(course, args.assignment):
         _say(f"building the release of {args.assignment}")
         pipeline.release(course, args.assignment)
-    _collect(course, args)
+    results = _results_folder(args)
+    collected = _collect(course, args)
     students = course.students(args.assignment)  # also those collected earlier (e.g. --zip)
     if not students:
         raise CommandError(f"no submissions of {args.assignment}: give --from or --zip")
-    pipeline.sandbox_problem(args.sandbox)
+    pipeline.sandbox_problem(args.sandbox, args.assignment)
     _say(f"autograding {_count(students, 'submission')}")
-    pipeline.autograde(
-        course, args.assignment, students, progress_bar, args.jobs, args.sandbox,
-        _results_folder(args), with_feedback=True,
+    graded = pipeline.autograde(
+        course, args.assignment, students, progress_bar, args.jobs, args.sandbox, results,
+        with_feedback=True, force=args.force,
     )  # fmt: skip
+    _reused(graded)
     withheld = pipeline.withhold_leaking_feedback(course, args.assignment)
     for student, found in withheld.items():
         _say(f"withheld the feedback of {student}: {found[0]} ({len(found)} leaks)")
     if not withheld:
         _say("feedback checked: it reveals nothing of solutions/")
+    rows = report.student_rows(course, args.assignment)
     destination = Path(args.to) if args.to else course.root / "grades.csv"
-    pipeline.export_csv(course, destination)
+    pipeline.export_csv(course, destination, {args.assignment: rows})
     _say(f"feedback in {course.root / 'feedback'}, grades in {destination}")
-    rows = _print_table(course, args.assignment)
+    _print_table(course, args.assignment, rows)
     _say(_similarity(course, args.assignment, similarity.DEFAULT_THRESHOLD))  # stdout: grades only
     _say(f"done in {time.perf_counter() - start:.0f} s")
-    ungraded = [row.student for row in rows if report.is_not_graded(row)]
-    if ungraded:
-        _say(f"not graded (see the table's flags and reports/{args.assignment}/autograde/): "
-             f"{', '.join(ungraded)}")  # fmt: skip
-    return 1 if withheld or ungraded else 0
+    needs_action = _needs_action(course, args.assignment, collected.warnings, rows, withheld)
+    return 1 if needs_action else 0
 
 
 def _similarity(course: Course, assignment: str, threshold: float) -> str:
     """Write the similarity report; return its table of flagged pairs."""
     found = similarity.similarity_report(course, assignment, threshold)
     _say(f"similarity report (flags only, no grade changed) written to {found.html}")
-    return similarity.format_table(found.flagged, threshold, len(found.answers), found.not_compared)
+    return found.table(threshold)
 
 
 def cmd_similarity(course: Course, args: argparse.Namespace) -> int:
@@ -303,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     execute.add_argument("--results", required=True, help="folder the results are written to")
     for sub in (autograde, commands.choices["grade"]):
         sub.add_argument("--results", help="results left by `execute` (not run again)")
+        sub.add_argument(
+            "--force", action="store_true",
+            help="grade every submission again (default: only what changed since the last run)",
+        )  # fmt: skip
     for sub in (autograde, execute):
         sub.add_argument("--student", action="append", help="this student only (repeatable)")
     for sub in (autograde, execute, commands.choices["grade"]):

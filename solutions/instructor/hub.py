@@ -86,14 +86,16 @@ def cmd_hub(course: object, args: argparse.Namespace) -> int:
 
 def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
     """Raise CommandError naming the fix for the first thing that stops the hub from running:
-    JupyterHub or configurable-http-proxy missing, not root, a port in use, or a folder the
-    users' servers must reach (Python, the repository, the state folder) closed to them."""
+    JupyterHub or configurable-http-proxy missing, Node.js older than 20, not root, a port in
+    use, or a folder the users' servers must reach (Python, the repository, the state folder)
+    closed to them."""
     if importlib.util.find_spec("jupyterhub") is None:
         raise CommandError("JupyterHub is not installed: pip install -e '.[hub]'")
     if shutil.which("configurable-http-proxy") is None:
         raise CommandError(
             "configurable-http-proxy is not on PATH: npm install -g configurable-http-proxy"
         )
+    check_node()
     if os.geteuid() != 0:
         raise CommandError(
             "the hub must start as root (e.g. sudo python -m solutions hub): it creates a Unix "
@@ -122,6 +124,36 @@ def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
                     f"users. Install Python and the repository where every user can enter, or "
                     f"start with --private (a private mount namespace shows it to them)"
                 )
+
+
+# configurable-http-proxy 5 declares Node.js >= 20 (`npm view configurable-http-proxy engines`);
+# Debian 12's nodejs is 18. npm's registry has Node.js itself as the package `node`.
+NODE_MAJOR_NEEDED = 20
+
+
+def check_node() -> None:
+    """Raise CommandError unless the `node` that configurable-http-proxy runs (its script starts
+    with `#!/usr/bin/env node`: the first on PATH) is Node.js 20 or later."""
+    node = shutil.which("node")
+    if node is None:
+        raise CommandError(
+            "configurable-http-proxy needs Node.js, and node is not on PATH: install Node.js "
+            f"{NODE_MAJOR_NEEDED} or later (README, Quick start)"
+        )
+    try:
+        version = subprocess.run(
+            [node, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+        major = int(version.lstrip("v").split(".")[0])
+    except (OSError, subprocess.SubprocessError, ValueError):
+        raise CommandError(f"{node} --version failed: is Node.js installed correctly?") from None
+    if major < NODE_MAJOR_NEEDED:
+        raise CommandError(
+            f"configurable-http-proxy needs Node.js {NODE_MAJOR_NEEDED} or later, and {node} is "
+            f"{version} (Debian 12's nodejs is 18): npm install -g node@22 puts Node.js 22 from "
+            "npm's registry first on PATH (/usr/local/bin with Debian's npm); see README, Quick "
+            "start"
+        )
 
 
 def closed_ancestor(path: Path) -> Path | None:

@@ -28,6 +28,8 @@ NOT_GRADED = "not graded"
 OUT_OF_MEMORY = "out of memory"
 NOT_SANDBOXED = "not sandboxed (--no-sandbox)"
 CHANGED_SINCE_COLLECTED = "changed since collection"
+REUSED = "reused"  # the last run kept this student's result (NOTE [Incremental grading])
+LOG = "log: "  # where a row that is not graded says what happened
 
 
 @dataclass
@@ -38,6 +40,11 @@ class StudentRow:
     score: float = 0.0
     max_score: float = 0.0
     flags: list[str] = field(default_factory=list)
+    reused: bool = False  # shown as the flag REUSED: not graded again in the last run
+
+    def shown_flags(self) -> list[str]:
+        """The flags as the table and summary.csv show them (with REUSED)."""
+        return [*self.flags, REUSED] if self.reused else list(self.flags)
 
 
 def _flag(row: StudentRow, flag: str) -> None:
@@ -48,6 +55,18 @@ def _flag(row: StudentRow, flag: str) -> None:
 def is_not_graded(row: StudentRow) -> bool:
     """True when `row` holds no grade: its grading failed (the reason is in its flags)."""
     return any(flag.startswith(NOT_GRADED) for flag in row.flags)
+
+
+def not_graded_reason(row: StudentRow) -> str:
+    """Why `row` holds no grade, in the table's words: its "not graded: ..." flags (without
+    the prefix) and unreadable notebooks; "not graded" when nothing more is known (e.g. the
+    submission was collected and not graded yet)."""
+    reasons = [
+        flag.removeprefix(f"{NOT_GRADED}: ")
+        for flag in row.flags
+        if flag.startswith((f"{NOT_GRADED}: ", UNREADABLE, MISSING_NOTEBOOK))
+    ]
+    return "; ".join(reasons) or NOT_GRADED
 
 
 def _flag_not_graded(row: StudentRow) -> None:
@@ -133,8 +152,16 @@ def student_rows(course: Course, assignment: str) -> list[StudentRow]:
                 _flag(row, f"{NOT_GRADED}: the report failed ({type(error).__name__}: {error})")
             if is_not_graded(row):
                 row.score = 0.0
+                _name_the_log(row, course, assignment)
             rows.append(row)
     return rows
+
+
+def _name_the_log(row: StudentRow, course: Course, assignment: str) -> None:
+    """A row that is not graded names the log of what happened (relative to the course)."""
+    log = course.root / "reports" / assignment / "autograde" / f"{row.student}.log"
+    if log.is_file():
+        _flag(row, f"{LOG}{log.relative_to(course.root)}")
 
 
 def _fill(
@@ -147,6 +174,9 @@ def _fill(
 ) -> None:
     """Fill `row`'s flags and score from the student's files, reports and gradebook entry."""
     student = row.student
+    graded = course.root / "reports" / assignment / "graded" / f"{student}.json"
+    if graded.is_file():  # NOTE [Incremental grading] in pipeline.py
+        row.reused = json.loads(graded.read_text()).get("reused") is True
     reports = course.root / "reports" / assignment / "autograde"
     log_file = reports / f"{student}.log"
     log = log_file.read_text(errors="replace") if log_file.is_file() else ""
@@ -175,11 +205,16 @@ def _fill(
             _flag(row, f"late (penalty {penalty:g})")
 
 
+def shown_score(row: StudentRow) -> str:
+    """The score as the table shows it: "-" for a row that holds no grade (not a 0)."""
+    return "-" if is_not_graded(row) else f"{row.score:g}"
+
+
 def format_table(rows: list[StudentRow]) -> str:
-    """The rows as an aligned text table."""
+    """The rows as an aligned text table; a row that is not graded shows "-" as its score."""
     header = ("student", "score", "max", "flags")
     lines = [
-        (row.student, f"{row.score:g}", f"{row.max_score:g}", ", ".join(row.flags) or "-")
+        (row.student, shown_score(row), f"{row.max_score:g}", ", ".join(row.shown_flags()) or "-")
         for row in rows
     ]
     widths = [max(len(line[i]) for line in [header, *lines]) for i in range(3)]
@@ -191,11 +226,13 @@ def format_table(rows: list[StudentRow]) -> str:
 
 
 def write_csv(rows: list[StudentRow], destination: Path) -> Path:
-    """The rows as CSV: student, score, max_score, flags (separated by '; ')."""
+    """The rows as CSV: student, score (empty when not graded), max_score, flags (separated
+    by '; ', with REUSED)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     with open(destination, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "score", "max_score", "flags"])
         for row in rows:
-            writer.writerow([row.student, row.score, row.max_score, "; ".join(row.flags)])
+            score = "" if is_not_graded(row) else row.score
+            writer.writerow([row.student, score, row.max_score, "; ".join(row.shown_flags())])
     return destination

@@ -9,6 +9,10 @@ is run again in a fresh kernel, so only what depends on that cell is lost. It pr
 object per line as it goes, so that a run stopped by the time budget is graded with what finished:
 {"cell": index, "outputs": [...], "observations": "lines the hidden tests appended"},
 {"restart": index} when that cell killed the kernel, and {"done": true, "problem": ...} at the end.
+Before all that it prints {"ready": true}, once its imports worked and before any student code
+runs, and if it dies of an exception of its own (a kernel that cannot start included), its
+last line is {"runner_error": "..."}, the traceback on stderr: either way the grading process
+knows the failure is not the student's (NOTE [Grader errors] in sandbox.py).
 
 Student code cannot reach what this process prints: the kernel and everything it starts write to
 /dev/null, and this process is made non-dumpable, so its /proc entries (its file descriptors,
@@ -170,9 +174,14 @@ def run(nb: nbformat.NotebookNode, timeout: int, observations: Observations, cap
 
 def main() -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    path, timeout, cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    nb = nbformat.read(path, as_version=4)
-    run(nb, timeout, Observations(os.environ.get("COURSE_OBSERVATIONS", "")), cap)
+    emit({"ready": True})
+    try:
+        path, timeout, cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+        nb = nbformat.read(path, as_version=4)
+        run(nb, timeout, Observations(os.environ.get("COURSE_OBSERVATIONS", "")), cap)
+    except Exception as error:
+        emit({"runner_error": f"{type(error).__name__}: {error}"[:2000]})
+        raise  # the traceback goes to stderr, which the grading process keeps
 
 
 if __name__ == "__main__":

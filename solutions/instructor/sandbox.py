@@ -17,10 +17,26 @@ Only this process (the parent) reads the result, and only as data: each cell's o
 hidden tests' observations, streamed by run_notebook.py as JSON lines and capped in size. The
 verdicts are decided from it in solutions/instructor/verdicts.py, and the gradebook is written by
 nbgrader in the parent.
+
+NOTE [Grader errors]
+A sandbox can fail for reasons that are not the student's: bubblewrap cannot start, the sandbox
+does not see the interpreter (a venv under /tmp was hidden by the private /tmp once, and every
+student got 0), the runner cannot import nbclient, a kernel cannot start, the runner has a bug.
+None of that may become a grade. The runner says `{"ready": true}` once its imports are done,
+before any student code runs, and `{"runner_error": ...}` when it dies of an exception of its
+own (the first kernel failing to start included). A run without `ready`, or with
+`runner_error`, is a grader error (`Execution.grader_error`): the student is not graded and the
+sandbox's stderr (its last 64 KiB, `Execution.stderr`) goes into the student's log. Everything
+else stays the student's, as before: a kernel killed by the notebook, the memory limit, the time
+budget. A student can only turn their own run into "not graded" (never into a grade) by making
+the runner raise. `preflight` runs the very interpreter, runner and kernel a submission gets, in
+a sandbox with the same mounts, once per grading command, and refuses to grade with one line
+when they do not work.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +59,9 @@ NOBODY = 65534
 HOME = "/home/student"
 GRADING = "/grading"
 ADDRESS_SPACE = 4 * 2**30  # per kernel process; torch alone reserves more than it uses
+SYSTEM = ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin")  # bound read-only as they are
+SCRATCH = ("/tmp", HOME)  # private tmpfs, bounded, gone with the sandbox
+STDERR_KEPT = 64 * 2**10  # the last bytes of a sandbox's stderr, for the student's log
 
 
 class SandboxUnavailable(RuntimeError):
@@ -73,6 +92,10 @@ class Execution:
     seconds: float = 0.0
     memory_peak_bytes: int | None = None
     finished: bool = False
+    started: bool = False  # the runner's imports worked (its "ready" line came)
+    stderr: str = ""  # the sandbox's stderr: bwrap, setpriv, the runner (never the kernel's)
+    runner_error: str = ""  # the runner's own exception, as it reported it
+    grader_error: str = ""  # why the run failed, when not for the student (NOTE [Grader errors])
 
 
 def kernel_files(assignment: str) -> dict[str, Path | str]:
@@ -85,7 +108,7 @@ def kernel_files(assignment: str) -> dict[str, Path | str]:
         files[name] = REPO_ROOT / name
     files["run_notebook.py"] = RUNNER
     package = REPO_ROOT / "solutions" / assignment
-    if not (package / "grade.py").is_file():  # a course of plain hidden asserts
+    if not assignment or not (package / "grade.py").is_file():  # plain hidden asserts
         return files
     files[f"solutions/{assignment}/__init__.py"] = package / "__init__.py"
     files[f"solutions/{assignment}/grade.py"] = package / "grade.py"
@@ -120,8 +143,129 @@ def bwrap_available() -> str | None:
     return None
 
 
+PREFLIGHT_OK = "course-preflight: the kernel imports what grading needs"
+_PREFLIGHT_PASSED: set[tuple[str, str, str]] = set()
+
+
+def preflight(assignment: str | None = None, python: str | None = None) -> str | None:
+    """None when submissions can be graded here, else one line: what failed, what the sandbox
+    hides, how to fix it (the refusal to grade).
+
+    It runs what every submission runs, in a sandbox with the same mounts, user and limits: the
+    grading runner (run_notebook.py) under `python` (default: this process's interpreter, which
+    `run_submission` uses), importing nbformat and nbclient, then a kernel that imports torch,
+    minitorch, solutions.grading and `assignment`'s kernel half, on a notebook of one cell.
+    About 4 s, once per process and interpreter (a pass is remembered)."""
+    if problem := bwrap_available():
+        return problem
+    for root in _python_roots():
+        if REPO_ROOT.is_relative_to(root):
+            return (
+                f"the Python that grades is installed in {root}, which holds this repository: "
+                "the sandbox would show every student the reference solutions; clone the "
+                "repository outside it, or use a venv made elsewhere (python3 -m venv)"
+            )
+    python = python or sys.executable
+    key = (python, assignment or "", shutil.which("bwrap") or "")
+    if key in _PREFLIGHT_PASSED:
+        return None
+    imports = ["torch", "minitorch", "solutions.grading"]
+    if assignment and f"solutions/{assignment}/grade.py" in kernel_files(assignment):
+        imports.append(f"solutions.{assignment}.grade")
+    source = f"import sys\nprint(sys.executable)\nimport {', '.join(imports)}\n"
+    source += f"print({PREFLIGHT_OK!r})\n"
+    import nbformat  # the grading process has it; this module's importers need not
+
+    limits = Limits(wall_seconds=120, cell_seconds=60)
+    with tempfile.TemporaryDirectory(prefix="course-preflight-") as folder:
+        notebook = Path(folder) / "notebook.ipynb"
+        nbformat.write(
+            nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), notebook
+        )
+        execution = _execute(notebook, assignment or "", limits, True, python)
+    if execution.grader_error:
+        return _cannot_start(python, execution)
+    printed = ""
+    for output in execution.outputs.get(0, []):
+        if output.get("output_type") == "error":
+            printed += f"{output.get('ename')}: {output.get('evalue')}\n"
+        else:
+            printed += str(output.get("text", ""))
+    if PREFLIGHT_OK in printed:
+        _PREFLIGHT_PASSED.add(key)
+        return None
+    kernel = printed.splitlines()[0] if printed.strip() else "?"
+    why = _last_line(printed) or "; ".join(execution.flags) or "it printed nothing"
+    return (
+        f"a kernel in the grading sandbox (Python {kernel}) cannot run what grading needs "
+        f"({why}): install the course's packages into the Python that grades ({sys.prefix}: "
+        "pip install -e '.[course]'), and check that `jupyter kernelspec list` shows no "
+        "python3 kernel of another Python"
+    )
+
+
+def _cannot_start(python: str, execution: Execution) -> str:
+    """The refusal when the runner never started or crashed in the preflight's sandbox."""
+    real = os.path.realpath(python)
+    seen = [folder for folder in (*SYSTEM, *_python_roots()) if os.path.exists(folder)]
+    error = execution.grader_error
+    if not os.path.exists(real):
+        return (
+            f"the grading Python {python} does not exist ({real} is missing; {error}): make the "
+            "venv again (python3 -m venv --clear) or grade with a Python that exists"
+        )
+    visible = [*seen, *map(os.path.realpath, seen)]
+    hidden = [hop for hop in _links(python) if not _under(hop, visible)]
+    if hidden:
+        return (
+            f"the grading sandbox cannot start Python {python}: it leads through {hidden[0]}, "
+            f"which the sandbox does not see (it sees only {', '.join(seen)}; {error}): grade "
+            "with a Python whose files are under its sys.prefix, such as a venv made by "
+            "`python3 -m venv` from an installed Python"
+        )
+    if _last_line(execution.stderr).startswith("bwrap:"):
+        return f"bubblewrap does not work here ({error})"
+    return (
+        f"the grading sandbox cannot run the grader with Python {python} ({error}): install "
+        f"the course's packages into it ({sys.prefix}: pip install -e '.[course]'); the "
+        f"sandbox sees only {', '.join(seen)}"
+    )
+
+
+def _links(path: str) -> list[str]:
+    """`path` and every path its chain of links goes through, to the file itself."""
+    chain = [os.path.abspath(path)]
+    while os.path.islink(chain[-1]) and len(chain) < 40:
+        target = os.readlink(chain[-1])
+        chain.append(os.path.normpath(os.path.join(os.path.dirname(chain[-1]), target)))
+    return chain
+
+
 def _python_roots() -> list[str]:
-    return sorted({sys.base_prefix, sys.prefix} - {"/usr"})
+    """The folders of the running Python the sandbox binds: its installation and, in a venv,
+    the venv (whose site-packages hold the course's packages), unless a system folder holds
+    them already."""
+    roots = {sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix}
+    return sorted(root for root in roots if root != "/" and not _under(root, SYSTEM))
+
+
+def _under(path: str, folders: tuple[str, ...] | list[str]) -> bool:
+    return any(Path(path).is_relative_to(folder) for folder in folders)
+
+
+def _python_binds() -> list[str]:
+    """bwrap's arguments binding `_python_roots` read-only. They come after the tmpfs mounts of
+    SCRATCH: bwrap mounts in argument order, and a Python under /tmp bound before the private
+    /tmp is hidden by it."""
+    args = []
+    for root in _python_roots():
+        # A Python installed in a private home (pyenv under /root): the sandbox user may walk
+        # down to it, and sees nothing else of that home. (--dir leaves a folder that exists,
+        # such as the private /tmp, as it is.)
+        for parent in reversed(Path(root).parents[:-1]):
+            args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", root, root]
+    return args
 
 
 def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) -> list[str]:
@@ -130,22 +274,17 @@ def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) ->
     args += ["--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if os.geteuid() != 0:
         args += ["--unshare-user", "--disable-userns"]
-    for system in ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"):
+    for system in SYSTEM:
         if os.path.exists(system):
             args += ["--ro-bind", system, system]
-    for root in _python_roots():
-        # A Python installed in a private home (pyenv under /root): the sandbox user may walk
-        # down to it, and sees nothing else of that home.
-        for parent in reversed(Path(root).parents[:-1]):
-            args += ["--perms", "0755", "--dir", str(parent)]
-        args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(project), "/project", "--ro-bind", str(submission), "/submission"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    for scratch in ("/tmp", HOME):  # private, bounded, gone with the sandbox
+    for scratch in SCRATCH:  # private, bounded, gone with the sandbox
         args += ["--perms", "01777", "--size", str(limits.disk_bytes), "--tmpfs", scratch]
     # The observations get a disk of their own: a notebook that fills its home by accident
     # (a saved checkpoint too many) still gets its hidden tests judged.
     args += ["--perms", "01777", "--size", str(16 * 2**20), "--tmpfs", GRADING]
+    args += _python_binds()  # after the tmpfs mounts: see there
     args += ["--chdir", HOME]
     env = {
         "HOME": HOME,
@@ -232,10 +371,18 @@ class _Cgroup:
 def run_submission(
     notebook: Path, assignment: str, limits: Limits = Limits(), sandboxed: bool = True
 ) -> Execution:
-    """Execute `notebook` (hidden tests included) in a sandbox, within `limits`.
+    """Execute `notebook` (hidden tests included) in a sandbox, within `limits`, with this
+    process's own interpreter. A run that failed for a reason not the student's has
+    `grader_error` set (NOTE [Grader errors]): it must not be graded.
 
     `sandboxed=False` runs the same runner without bubblewrap (the instructor's --no-sandbox):
     same limits where the cgroups allow, but the notebook sees the whole machine."""
+    return _execute(notebook, assignment, limits, sandboxed, sys.executable)
+
+
+def _execute(
+    notebook: Path, assignment: str, limits: Limits, sandboxed: bool, python: str
+) -> Execution:
     execution = Execution()
     with tempfile.TemporaryDirectory(prefix="course-grading-") as scratch:
         scratch = Path(scratch)
@@ -245,7 +392,7 @@ def run_submission(
         shutil.copyfile(notebook, submission / "notebook.ipynb")
         for path in (scratch, submission, submission / "notebook.ipynb"):
             path.chmod(0o755 if path.is_dir() else 0o644)
-        runner = [sys.executable, "/project/run_notebook.py", "/submission/notebook.ipynb"]
+        runner = [python, "/project/run_notebook.py", "/submission/notebook.ipynb"]
         runner += [str(limits.cell_seconds), str(max(limits.memory_bytes, ADDRESS_SPACE))]
         if sandboxed:
             command = [*_bwrap_prefix(project, submission, limits), *runner]
@@ -253,7 +400,7 @@ def run_submission(
         else:
             home = scratch / "home"
             home.mkdir()
-            command = [sys.executable, str(project / "run_notebook.py"), *runner[2:]]
+            command = [python, str(project / "run_notebook.py"), *runner[2:]]
             command[2] = str(submission / "notebook.ipynb")
             env = {
                 **os.environ,
@@ -270,20 +417,33 @@ def _run(command: list[str], env: dict, limits: Limits, execution: Execution, cw
     if cgroup is None:
         execution.flags.append("no cgroup limits (not root)")
     start = time.perf_counter()
-    process = subprocess.Popen(
-        cgroup.wrap(command) if cgroup else command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    try:
+        process = subprocess.Popen(
+            cgroup.wrap(command) if cgroup else command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    stderr = bytearray()
     reader = threading.Thread(target=_read_events, args=(process, limits, execution), daemon=True)
+    errors = threading.Thread(target=_read_tail, args=(process.stderr, stderr), daemon=True)
     reader.start()
+    errors.start()
     reader.join(limits.wall_seconds)
-    if reader.is_alive():
+    budget_spent = reader.is_alive()
+    if budget_spent:
         execution.flags.append(f"stopped at the {limits.wall_seconds:.0f} s budget")
+    elif execution.finished or not execution.started:  # it is ending: let it say how
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=2)
+    status = process.poll()
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -292,13 +452,53 @@ def _run(command: list[str], env: dict, limits: Limits, execution: Execution, cw
         cgroup.kill_all()
     process.wait()
     reader.join(5)
+    errors.join(5)
     execution.seconds = time.perf_counter() - start
+    execution.stderr = stderr.decode(errors="replace")
     if cgroup is not None:
         execution.memory_peak_bytes, flags = cgroup.report()
         execution.flags.extend(flags)
         cgroup.remove()
-    if not execution.finished and not any("budget" in f for f in execution.flags):
+    execution.grader_error = _grader_error(execution, status, budget_spent, limits)
+    if execution.grader_error:
+        return
+    if not execution.finished and not budget_spent:
         execution.flags.append("the sandbox stopped early")
+
+
+def _grader_error(
+    execution: Execution, status: int | None, budget_spent: bool, limits: Limits
+) -> str:
+    """Why this run failed for a reason not the student's, or "" (NOTE [Grader errors]): one
+    line."""
+    return " ".join(_grader_error_text(execution, status, budget_spent, limits).split())
+
+
+def _grader_error_text(
+    execution: Execution, status: int | None, budget_spent: bool, limits: Limits
+) -> str:
+    last = _last_line(execution.stderr)
+    if execution.runner_error:
+        return f"the grading runner crashed ({execution.runner_error})"
+    if execution.started:
+        return ""
+    if budget_spent:
+        why = f"it was not ready within the {limits.wall_seconds:.0f} s budget"
+        return f"the grading runner never started ({why}{'; ' + last if last else ''})"
+    why = last or (f"exit status {status}" if status is not None else "no output at all")
+    return f"the grading runner never started ({why})"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+def _read_tail(stream, into: bytearray) -> None:
+    """Read `stream` to its end, keeping its last STDERR_KEPT bytes in `into`."""
+    while chunk := stream.read1(65536):
+        into += chunk
+        del into[:-STDERR_KEPT]
 
 
 def _read_events(process: subprocess.Popen, limits: Limits, execution: Execution) -> None:
@@ -320,7 +520,11 @@ def _read_events(process: subprocess.Popen, limits: Limits, execution: Execution
             continue
         if not isinstance(event, dict):
             continue
-        if isinstance(event.get("restart"), int):
+        if event.get("ready") is True:
+            execution.started = True
+        elif isinstance(event.get("runner_error"), str):
+            execution.runner_error = event["runner_error"][:2000]
+        elif isinstance(event.get("restart"), int):
             execution.crashed.append(event["restart"])
             execution.outputs.clear()
             execution.observations = ""

@@ -25,6 +25,11 @@ In the spirit of MOSS, for the answer (solution) cells of every submission:
    the other's) and it has at least MIN_SHARED k-grams in common (about eight lines of
    identical code of their own): two students whose only own code is the same short loop, or
    who hand in the reference with a few touches of their own, are not flagged.
+4. **Report what is too short to weigh**: a pair that reaches the threshold with fewer than
+   MIN_SHARED k-grams in common is not flagged, but listed apart, "too short to weigh", for a
+   person to read: students whose own answers are identical after normalization (two
+   byte-identical notebooks, answers of a few lines) as one group, the other pairs one by one.
+   Blank answers and the reference have nothing of their own, so they are never listed.
 
 Every step is linear in the size of a cell (times its block depth, which Python's tokenizer
 bounds at 100): the canonical order is a topological sort over the statements' data
@@ -78,6 +83,7 @@ DEFAULT_THRESHOLD = 0.8
 MIN_SHARED = 60  # k-grams in common, outside the reference, before a pair can be flagged
 KEY_NODES = 64  # syntax-tree nodes of a statement its canonical-order key reads, at most
 MAX_DEPTH = 120  # deeper expressions are unparsed as "..." (ast.unparse recurses)
+MAX_SHORT_LISTED = 20  # pairs too short to weigh listed in the text table (all in the page)
 LONG_LINE = 400  # tokens: a line the parser cannot nest is set aside when it has more
 
 _BUILTINS = frozenset(dir(builtins))
@@ -517,6 +523,44 @@ def flagged(pairs: list[Pair], threshold: float = DEFAULT_THRESHOLD) -> list[Pai
     return [pair for pair in pairs if pair.score >= threshold and pair.shared >= MIN_SHARED]
 
 
+@dataclass
+class Identical:
+    """Students whose own answers are the same after normalization (see `too_short`): the
+    cells they wrote something of their own in, and the k-grams of those answers."""
+
+    students: list[str]
+    cells: list[str]
+    shared: int
+
+
+def too_short(
+    prints: Prints, pairs: list[Pair], threshold: float = DEFAULT_THRESHOLD
+) -> tuple[list[Identical], list[Pair]]:
+    """What reaches `threshold` with fewer than MIN_SHARED k-grams in common (so `flagged`
+    leaves it out): the groups of students whose own answers are identical (every cell where
+    one of them wrote something of their own has the same fingerprint), and the other such
+    pairs, strongest first. A student with nothing of their own is in no group."""
+    groups: dict[tuple, list[str]] = {}
+    for student in sorted(prints):
+        own = tuple(sorted((g, frozenset(p)) for g, p in prints[student].items() if p))
+        if own:
+            groups.setdefault(own, []).append(student)
+    identical = [
+        Identical(students, [grade_id for grade_id, _ in own], sum(len(p) for _, p in own))
+        for own, students in groups.items()
+        if len(students) > 1 and sum(len(p) for _, p in own) < MIN_SHARED and threshold <= 1
+    ]
+    grouped = {frozenset(group.students) for group in identical}
+    others = [
+        pair
+        for pair in pairs
+        if pair.score >= threshold
+        and 0 < pair.shared < MIN_SHARED
+        and not any({pair.first, pair.second} <= group for group in grouped)
+    ]
+    return sorted(identical, key=lambda group: group.students), others
+
+
 # --- the course -------------------------------------------------------------------------------
 def _is_answer(cell: nbformat.NotebookNode) -> bool:
     role = cell.get("metadata", {}).get("nbgrader", {})
@@ -591,34 +635,60 @@ def format_table(
     threshold: float,
     students: int,
     not_compared: dict[str, list[str]] | None = None,
+    identical: list[Identical] | None = None,
+    short: list[Pair] | None = None,
 ) -> str:
     """The flagged pairs as an aligned text table, with each pair's cells, most alike first;
-    then the students with cells not compared, and why, when `not_compared` is given."""
+    then what is too short to weigh (`identical` groups, `short` pairs; see `too_short`), and
+    the students with cells not compared, and why, when `not_compared` is given."""
+    identical, short = identical or [], short or []
     if not pairs:
-        text = f"no pair of the {students} students reaches similarity {threshold:g}"
+        text = (
+            f"no pair of the {students} students reaches similarity {threshold:g} with at "
+            f"least {MIN_SHARED} k-grams in common"
+        )
+        if identical or short:
+            text += " (what reaches it with fewer is listed below)"
     else:
         header = ("first", "second", "score", "cells (score)")
         lines = [
-            (
-                valid_text(pair.first),
-                valid_text(pair.second),
-                f"{pair.score:.2f}",
-                ", ".join(
-                    f"{valid_text(grade_id)} {score:.2f}"
-                    for grade_id, score in sorted(pair.cells.items(), key=lambda c: -c[1])
-                    if score > 0
-                ),
-            )
+            (valid_text(pair.first), valid_text(pair.second), f"{pair.score:.2f}",
+             _cell_scores(pair))
             for pair in pairs
-        ]
+        ]  # fmt: skip
         widths = [max(len(line[i]) for line in [header, *lines]) for i in range(3)]
         text = "\n".join(
             "  ".join([*(text.ljust(width) for text, width in zip(line, widths)), line[3]])
             for line in [header, *lines]
         )
+    if identical or short:
+        text += (
+            f"\ntoo short to weigh (similarity {threshold:g} or more, but fewer than "
+            f"{MIN_SHARED} k-grams in common; not flagged, read them):"
+        )
+    for group in identical:
+        text += (
+            f"\n  identical answers: {', '.join(map(valid_text, group.students))} "
+            f"({', '.join(map(valid_text, group.cells))}; {group.shared} k-grams)"
+        )
+    for pair in short[:MAX_SHORT_LISTED]:
+        text += (
+            f"\n  alike {pair.score:.2f}: {valid_text(pair.first)}, {valid_text(pair.second)} "
+            f"({pair.shared} k-grams in common; {_cell_scores(pair)})"
+        )
+    if len(short) > MAX_SHORT_LISTED:
+        text += f"\n  and {len(short) - MAX_SHORT_LISTED} more alike pairs (similarity.html)"
     for student, problems in (not_compared or {}).items():
         text += f"\nnot compared: {valid_text(student)}: {valid_text('; '.join(problems))}"
     return text
+
+
+def _cell_scores(pair: Pair) -> str:
+    return ", ".join(
+        f"{valid_text(grade_id)} {score:.2f}"
+        for grade_id, score in sorted(pair.cells.items(), key=lambda c: -c[1])
+        if score > 0
+    )
 
 
 _STYLE = """body { font-family: sans-serif; margin: 2em; }
@@ -639,29 +709,42 @@ def write_html(
     threshold: float,
     destination: Path,
     not_compared: dict[str, list[str]] | None = None,
+    identical: list[Identical] | None = None,
+    short: list[Pair] | None = None,
 ) -> Path:
     """An HTML page showing, for each pair, the cells they have in common side by side; then
-    the students with cells not compared, and why."""
+    what is too short to weigh (see `too_short`), and the students with cells not compared,
+    and why."""
     title = _shown(f"Similar answers in {assignment} (threshold {threshold:g})")
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>",
              f"<style>{_STYLE}</style></head><body><h1>{title}</h1>",
              "<p>Flags for a person to read, not a verdict: answers that match after renaming "
              "and reordering, ignoring the reference answer and the blank stub.</p>"]  # fmt: skip
     if not pairs:
-        parts.append(f"<p>No pair of the {len(answers)} students reaches the threshold.</p>")
-    for pair in pairs:
-        first, second = _shown(pair.first), _shown(pair.second)
-        parts.append(f"<h2>{first} and {second}: {pair.score:.2f}</h2>")
-        parts.append(f"<table><tr><th>cell</th><th>{first}</th><th>{second}</th></tr>")
-        for grade_id, score in pair.cells.items():
-            if score > 0:
-                left = _shown(answers[pair.first].get(grade_id, ""))
-                right = _shown(answers[pair.second].get(grade_id, ""))
-                parts.append(
-                    f"<tr><td>{_shown(grade_id)}<br>{score:.2f}</td>"
-                    f"<td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr>"
-                )
+        parts.append(
+            f"<p>No pair of the {len(answers)} students reaches the threshold with at least "
+            f"{MIN_SHARED} k-grams in common.</p>"
+        )
+    parts += _pair_tables(pairs, answers, "h2")
+    if identical or short:
+        parts.append(
+            f"<h2>Too short to weigh</h2><p>These reach the threshold with fewer than "
+            f"{MIN_SHARED} k-grams in common: not flagged, shown for a person to read.</p>"
+        )
+    for group in identical or []:
+        shown = group.students[:4]
+        names = ", ".join(_shown(student) for student in group.students)
+        parts.append(f"<h3>Identical answers: {names}</h3><table><tr><th>cell</th>")
+        parts += [f"<th>{_shown(student)}</th>" for student in shown]
+        parts.append("</tr>")
+        for grade_id in group.cells:
+            sources = "".join(
+                f"<td><pre>{_shown(answers[student].get(grade_id, ''))}</pre></td>"
+                for student in shown
+            )
+            parts.append(f"<tr><td>{_shown(grade_id)}</td>{sources}</tr>")
         parts.append("</table>")
+    parts += _pair_tables(short or [], answers, "h3")
     if not_compared:
         parts.append("<h2>Not compared</h2><ul>")
         parts += [
@@ -675,6 +758,25 @@ def write_html(
     return destination
 
 
+def _pair_tables(pairs: list[Pair], answers: dict[str, dict[str, str]], level: str) -> list[str]:
+    """Each pair's cells in common, side by side."""
+    parts = []
+    for pair in pairs:
+        first, second = _shown(pair.first), _shown(pair.second)
+        parts.append(f"<{level}>{first} and {second}: {pair.score:.2f}</{level}>")
+        parts.append(f"<table><tr><th>cell</th><th>{first}</th><th>{second}</th></tr>")
+        for grade_id, score in pair.cells.items():
+            if score > 0:
+                left = _shown(answers[pair.first].get(grade_id, ""))
+                right = _shown(answers[pair.second].get(grade_id, ""))
+                parts.append(
+                    f"<tr><td>{_shown(grade_id)}<br>{score:.2f}</td>"
+                    f"<td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr>"
+                )
+        parts.append("</table>")
+    return parts
+
+
 @dataclass
 class Report:
     """What `similarity` found: the flagged pairs, every pair's scores, the HTML page, and the
@@ -685,6 +787,13 @@ class Report:
     answers: dict[str, dict[str, str]]
     html: Path
     not_compared: dict[str, list[str]] = field(default_factory=dict)
+    identical: list[Identical] = field(default_factory=list)  # too short to weigh: `too_short`
+    short: list[Pair] = field(default_factory=list)
+
+    def table(self, threshold: float) -> str:
+        """`format_table` of everything found."""
+        return format_table(self.flagged, threshold, len(self.answers), self.not_compared,
+                            self.identical, self.short)  # fmt: skip
 
 
 def similarity_report(
@@ -701,6 +810,9 @@ def similarity_report(
     }
     pairs = score_pairs(prints)
     found = flagged(pairs, threshold)
+    identical, short = too_short(prints, pairs, threshold)
     page = course.root / "reports" / assignment / "similarity.html"
-    html_page = write_html(found, answers, assignment, threshold, page, not_compared)
-    return Report(found, pairs, answers, html_page, not_compared)
+    html_page = write_html(
+        found, answers, assignment, threshold, page, not_compared, identical, short
+    )
+    return Report(found, pairs, answers, html_page, not_compared, identical, short)

@@ -7,8 +7,11 @@
     README.md, open_course.py, jupyter/   copied from course/student/: the student's steps, the
                                           command that opens JupyterLab, and its settings
                                           (nbgrader's student extensions only)
-    requirements.txt                      torch, pinned to the instructor's version, and the
-                                          wheel with its [student] extra
+    requirements.txt                      torch, pinned to the instructor's version, its CPU
+                                          build (PyTorch's CPU index), and the wheel with its
+                                          [student] extra
+    requirements-cuda.txt                 the same with PyPI's torch: on Linux the CUDA build,
+                                          for a machine with an NVIDIA GPU (gigabytes)
     dyngraph_minitorch-<version>-*.whl    the library: minitorch/ only
     notebooks/<assignment>/<notebook>.ipynb   the release notebooks
 - `exchange/<course_id>/outbound/<assignment>/`: the same release notebooks, laid out as
@@ -48,10 +51,26 @@ class StudentPackage:
     leaks: list[leaks.Leak] = field(default_factory=list)
 
 
-def _requirements(wheel: Path) -> str:
-    """requirements.txt: torch first (the version the course was built with), then the wheel."""
+# PyTorch's index of CPU-only wheels. PyPI's Linux torch is the CUDA build, whose nvidia-*
+# dependencies are gigabytes; the CPU build's version carries "+cpu", which sorts above the
+# plain version, so pip picks it when both indexes offer torch==X (macOS and Windows wheels
+# are CPU builds on either index).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _requirements(wheel: Path, cuda: bool = False) -> str:
+    """requirements.txt (torch's CPU build) or requirements-cuda.txt (PyPI's torch, CUDA on
+    Linux): torch first, pinned to the version the course was built with, then the wheel."""
     torch_version = torch.__version__.split("+")[0]
-    return f"torch=={torch_version}\n./{wheel.name}[student]\n"
+    if cuda:
+        head = "# With an NVIDIA GPU on Linux: PyPI's torch, the CUDA build (gigabytes).\n"
+    else:
+        head = (
+            "# torch's CPU build, from PyTorch's index (PyPI's Linux torch is the CUDA build:\n"
+            "# gigabytes). With an NVIDIA GPU, install requirements-cuda.txt instead.\n"
+            f"--extra-index-url {TORCH_CPU_INDEX}\n"
+        )
+    return f"{head}torch=={torch_version}\n./{wheel.name}[student]\n"
 
 
 def _stage(course: Course, assignments: list[str], folder: Path) -> Path:
@@ -60,6 +79,7 @@ def _stage(course: Course, assignments: list[str], folder: Path) -> Path:
     shutil.copytree(STUDENT_FILES, top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     wheel = leaks.build_wheel(top)
     (top / "requirements.txt").write_text(_requirements(wheel))
+    (top / "requirements-cuda.txt").write_text(_requirements(wheel, cuda=True))
     for assignment in assignments:
         shutil.copytree(course.folder("release", assignment), top / "notebooks" / assignment)
     return top

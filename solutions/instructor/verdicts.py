@@ -265,7 +265,10 @@ class SandboxedAutograde(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "notebook.ipynb"
             nbformat.write(prepared, path)
-            return run_submission(path, assignment, self.limits(), sandboxed=self.sandbox)
+            execution = run_submission(path, assignment, self.limits(), sandboxed=self.sandbox)
+        if execution.grader_error:  # never a grade (NOTE [Grader errors] in sandbox.py)
+            raise RuntimeError(f"grader error in the sandbox: {execution.grader_error}")
+        return execution
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         info = resources["nbgrader"]
