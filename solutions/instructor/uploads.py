@@ -62,7 +62,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MAX_NOTEBOOK_BYTES = 16 * 2**20  # the bound of admission.py, and the sandbox's grading disk
+from solutions.instructor import admission
+
+MAX_NOTEBOOK_BYTES = admission.MAX_NOTEBOOK_BYTES  # what admission reads of a notebook
 MAX_TOTAL_BYTES = 2 * 2**30  # all notebooks kept from one download
 MAX_MEMBERS = 200_000  # entries of the download's own central directory
 MAX_DIRECTORY_BYTES = 64 * 2**20  # the download's central directory (zipfile holds it in memory)
