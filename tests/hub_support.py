@@ -156,9 +156,12 @@ def scratch_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def start_hub(state: Path, students: int, port: int, seconds: float = 120) -> Hub:
-    """`python -m solutions hub --private`, run until it prints its URL and accounts."""
-    command = [sys.executable, "-m", "solutions", "hub", "--private", "--students", str(students)]
+def start_hub(
+    state: Path, students: int, port: int, seconds: float = 120, python: str = sys.executable
+) -> Hub:
+    """`python -m solutions hub --private` with the interpreter `python`, run until it prints
+    its URL and accounts."""
+    command = [python, "-m", "solutions", "hub", "--private", "--students", str(students)]
     command += ["--state", str(state), "--port", str(port)]
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -12,7 +12,8 @@ folder and passes it in DYNGRAPH_HUB_STATE (with DYNGRAPH_HUB_IP and DYNGRAPH_HU
 
 Every user runs as their own Unix user (LocalProcessSpawner): file permissions keep students
 apart. A student's server also runs in a private mount namespace in which the repository shows
-only minitorch/ (an empty read-only tmpfs hides solutions/, course/, .git and the rest), so a
+only minitorch/ and the Python it runs on if that lives in the clone (an empty read-only tmpfs
+hides solutions/, course/, .git and the rest; solutions/instructor/student_server.py), so a
 student's kernel cannot read the graders whatever the repository's permissions.
 
 Per-student limits (RoleSpawner below): what the kernel enforces here, and what it does not.
@@ -42,11 +43,9 @@ URLs. Unix accounts for those names must exist (or `c.LocalAuthenticator.create_
 
 from __future__ import annotations
 
-import ctypes
 import hmac
 import json
 import os
-import resource
 import sys
 from pathlib import Path
 
@@ -54,9 +53,23 @@ from jupyterhub.auth import Authenticator
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Integer, Set, Unicode
 
+REPOSITORY = Path(__file__).resolve().parents[2]
+# solutions/ is not an installed package: import it from this clone, which then leaves the
+# import path (it is not a folder the students' servers import from).
+sys.path.insert(0, str(REPOSITORY))
+from solutions.instructor.python_view import command_path  # noqa: E402
+from solutions.instructor.student_server import (  # noqa: E402
+    ADDRESS_SPACE,
+    PROCESSES,
+    enter_student_view,
+    limit_student,
+    shown_in_repository,
+)
+
+sys.path.remove(str(REPOSITORY))
+
 c = get_config()  # noqa: F821 (provided by traitlets when it reads this file)
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("DYNGRAPH_HUB_STATE", "/srv/dyngraph-hub"))
 IP = os.environ.get("DYNGRAPH_HUB_IP", "127.0.0.1")
 PORT = int(os.environ.get("DYNGRAPH_HUB_PORT", "8000"))
@@ -78,48 +91,12 @@ class ClassListAuthenticator(Authenticator):
 c.JupyterHub.authenticator_class = ClassListAuthenticator
 c.Authenticator.allowed_users = set(ACCOUNTS)
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
-    1, 2, 4, 32, 4096, 16384, 1 << 18,
-)  # fmt: skip
-CLONE_NEWNS = 0x00020000
-
-
-def show_only_minitorch(repository: Path) -> None:
-    """In a forked child still running as root: enter a private mount namespace in which
-    `repository` holds only minitorch/ (read-only). Raises OSError when a step fails, so the
-    server does not start (it never runs with the graders visible)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def call(result: int, step: str) -> None:
-        if result != 0:
-            raise OSError(ctypes.get_errno(), f"hiding {repository}: {step} failed")
-
-    call(libc.unshare(CLONE_NEWNS), "unshare")
-    call(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making / private")
-    library = os.open(repository / "minitorch", os.O_PATH)
-    root = str(repository).encode()
-    call(libc.mount(b"tmpfs", root, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755"), "tmpfs")
-    os.mkdir(repository / "minitorch")
-    source = f"/proc/self/fd/{library}".encode()
-    call(libc.mount(source, root + b"/minitorch", None, MS_BIND | MS_REC, None), "bind")
-    os.close(library)
-    flags = MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
-    call(libc.mount(None, root, None, flags, None), "read-only")
-
-
-def limit_student(address_space: int, processes: int) -> None:
-    """In the forked child, before it becomes the student: cap the address space of each
-    process and the student's number of processes (0: no cap). Children inherit both."""
-    if address_space:
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    if processes:
-        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-
 
 class RoleSpawner(LocalProcessSpawner):
     """LocalProcessSpawner with the course's two roles: instructors get the formgrader and
     the repository; students get the assignment list and Validate, and see only minitorch/
-    of the repository. Each role's Jupyter configuration is <state>/config/<role>/."""
+    of the repository (and the Python, when it is a venv in the clone). Each role's Jupyter
+    configuration is <state>/config/<role>/."""
 
     instructors = Set(Unicode(), config=True, help="user names with the instructor role")
     student_address_space = Integer(
@@ -134,6 +111,7 @@ class RoleSpawner(LocalProcessSpawner):
 
     def get_env(self) -> dict:
         env = super().get_env()
+        env["PATH"] = command_path(env.get("PATH", "/usr/bin:/bin"))
         env["JUPYTER_CONFIG_PATH"] = str(STATE / "config" / self.role())
         env.pop("JUPYTER_CONFIG_DIR", None)
         if self.role() == "instructor":  # `python -m solutions` from a terminal finds the repo
@@ -146,9 +124,10 @@ class RoleSpawner(LocalProcessSpawner):
             return become_user
 
         address_space, processes = self.student_address_space, self.student_processes
+        shown = shown_in_repository(REPOSITORY)
 
         def preexec() -> None:
-            show_only_minitorch(REPOSITORY)
+            enter_student_view(REPOSITORY, shown)
             limit_student(address_space, processes)
             become_user()
 
@@ -157,12 +136,9 @@ class RoleSpawner(LocalProcessSpawner):
 
 c.JupyterHub.spawner_class = RoleSpawner
 c.RoleSpawner.instructors = {name for name, a in ACCOUNTS.items() if a["role"] == "instructor"}
-# A student's kernel that has run minitorch (torch) reaches about 1.6 GiB of address space;
-# the grading sandbox caps its kernels at 4 GiB too. A student's server with one kernel is
-# about 20 processes and threads; torch adds one thread per core in each kernel, so raise
-# student_processes on a machine with many cores.
-c.RoleSpawner.student_address_space = 4 * 2**30
-c.RoleSpawner.student_processes = 512
+# solutions/instructor/student_server.py says why these two values.
+c.RoleSpawner.student_address_space = ADDRESS_SPACE
+c.RoleSpawner.student_processes = PROCESSES
 # `python -m jupyterhub.singleuser`: the interpreter running the hub, not a script's shebang.
 c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"

@@ -27,12 +27,19 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from solutions.instructor.course import DEFAULT_COURSE_ROOT, REPO_ROOT, CommandError
+from solutions.instructor.python_view import command_path, python_folders
+from solutions.instructor.student_server import (
+    enter_student_view,
+    limit_student,
+    shown_in_repository,
+)
 
 HUB_CONFIG = REPO_ROOT / "deploy" / "jupyterhub"
 DEFAULT_STATE = Path("/srv/dyngraph-hub")
@@ -77,6 +84,7 @@ def cmd_hub(course: object, args: argparse.Namespace) -> int:
         return run_in_private_namespace(argv)
     if args.private:
         enter_private_view(state)
+    check_student_server()
     accounts = prepare_state(state, args.students)
     return run_hub(state, args.ip, args.port, accounts)
 
@@ -117,13 +125,78 @@ def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
             f"users (chmod o+x {closed}, or give --state in another folder)"
         )
     if not private:
-        for path in (Path(sys.prefix), REPO_ROOT):
+        for path in shown_to_users():
             if (closed := closed_ancestor(path)) is not None:
                 raise CommandError(
                     f"the users' servers cannot reach {path}: {closed} is not open to other "
                     f"users. Install Python and the repository where every user can enter, or "
                     f"start with --private (a private mount namespace shows it to them)"
                 )
+
+
+# What a student's server and its kernels import (jupyterhub_config.py's Spawner.cmd, the
+# server extensions the student configuration enables, the course's notebooks).
+SERVER_IMPORTS = (
+    "jupyterhub.singleuser",
+    "jupyterlab",
+    "nbgrader",
+    "ipykernel",
+    "torch",
+    "minitorch",
+)
+PREFLIGHT_OK = "course-preflight: a student's server can start"
+
+
+def check_student_server() -> None:
+    """Raise CommandError unless a student's server can start: this very interpreter, started
+    as an unprivileged user (nobody) in the view and with the limits a student's server gets
+    (solutions/instructor/student_server.py), imports what the server imports and cannot see
+    the graders. Runs before any account is made; about 5 s."""
+    nobody = pwd.getpwnam("nobody")
+    shown = shown_in_repository(REPO_ROOT)
+
+    def become_a_student() -> None:
+        enter_student_view(REPO_ROOT, shown)
+        limit_student()
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+
+    graders = REPO_ROOT / "solutions"
+    source = (
+        f"import os, sys\nimport {', '.join(SERVER_IMPORTS)}\n"
+        f"if os.path.exists({str(graders)!r}): sys.exit('the graders are visible')\n"
+        f"print({PREFLIGHT_OK!r})\n"
+    )
+    keep = ("PATH", "PYTHONPATH", "LANG", "LC_ALL")
+    env = {key: os.environ[key] for key in keep if key in os.environ}
+    env["PATH"] = command_path(env.get("PATH", "/usr/bin:/bin"))
+    with tempfile.TemporaryDirectory(prefix="course-hub-preflight-") as home:
+        os.chown(home, nobody.pw_uid, nobody.pw_gid)
+        env["HOME"] = home
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", source], env=env, cwd=home, capture_output=True,
+                text=True, timeout=300, preexec_fn=become_a_student,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as error:
+            why = f"{type(error).__name__}: {error}"
+        else:
+            if PREFLIGHT_OK in done.stdout:
+                return
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            why = lines[-1] if lines else f"exit status {done.returncode}"
+    if "ModuleNotFoundError" in why or "ImportError" in why:
+        fix = "install the course's packages into that Python (pip install -e '.[course,hub]')"
+    else:
+        fix = (
+            "install Python where every user can enter, or start with --private (NOTE "
+            "[Python view] in solutions/instructor/python_view.py)"
+        )
+    raise CommandError(
+        f"a student's server cannot start with {sys.executable} (run as nobody in the students' "
+        f"view of this machine: {why}): {fix}"
+    )
 
 
 # configurable-http-proxy 5 declares Node.js >= 20 (`npm view configurable-http-proxy engines`);
@@ -180,29 +253,50 @@ def run_in_private_namespace(argv: list[str]) -> int:
             continue
 
 
+def shown_to_users() -> list[Path]:
+    """What every user's server must reach: the running Python's folders (NOTE [Python view])
+    and the repository (minitorch/ for students, all of it for the instructor)."""
+    folders = [*python_folders(), REPO_ROOT.resolve()]
+    return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))
+
+
 def enter_private_view(state: Path) -> None:
     """Inside the private namespace: a scratch copy of /etc (so useradd changes nothing
-    outside), and Python shown to other users when a folder above it is closed to them."""
+    outside), and the folders users must reach shown to them where a folder above is closed."""
     scratch = state / "private"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True, mode=0o700)
     subprocess.run(["cp", "-a", "/etc", str(scratch / "etc")], check=True)
     subprocess.run(["mount", "--bind", str(scratch / "etc"), "/etc"], check=True)
-    for number, path in enumerate((Path(sys.prefix), REPO_ROOT)):
-        closed = closed_ancestor(path)
-        if closed is None:
-            continue
-        inside = closed / path.resolve().relative_to(closed).parts[0]
+    show_to_everyone(shown_to_users(), scratch)
+
+
+def show_to_everyone(folders: list[Path], scratch: Path) -> None:
+    """Make each of `folders` reachable by every user, as it is, and nothing else of the closed
+    folders above them: each closed folder (such as a 0700 /root) gets an empty 0755 tmpfs, and
+    each of `folders` under it is bound back in place. The real folders are bound aside into
+    `scratch` first, since one tmpfs may hide several of them (a venv and pyenv's Python both
+    in /root)."""
+    closed = {c for folder in folders if (c := closed_ancestor(folder.parent)) is not None}
+    tops = [c for c in closed if not any(c != o and c.is_relative_to(o) for o in closed)]
+    hidden = [f for f in folders if any(f.is_relative_to(top) for top in tops)]
+    kept = []
+    for number, folder in enumerate(hidden):
         keep = scratch / f"keep{number}"
         keep.mkdir()
-        subprocess.run(["mount", "--bind", str(inside), str(keep)], check=True)
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(closed)], check=True
-        )
-        inside.mkdir()
-        subprocess.run(["mount", "--bind", str(keep), str(inside)], check=True)
-        if (still := closed_ancestor(path)) is not None:
-            raise CommandError(f"--private cannot show {path} to other users: {still} is closed")
+        subprocess.run(["mount", "--bind", str(folder), str(keep)], check=True)
+        kept.append((folder, keep))
+    for top in sorted(tops):
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(top)], check=True)
+    for folder, keep in kept:
+        folder.mkdir(parents=True, mode=0o755)
+        subprocess.run(["mount", "--bind", str(keep), str(folder)], check=True)
+    for folder in folders:
+        if (still := closed_ancestor(folder)) is not None:
+            raise CommandError(
+                f"the users' servers cannot reach {folder}: {still} is not open to other users "
+                f"(chmod o+rx {still})"
+            )
 
 
 # --- accounts and the state folder --------------------------------------------------------------
@@ -341,6 +435,7 @@ def run_hub(state: Path, ip: str, port: int, accounts: dict[str, Account]) -> in
         "DYNGRAPH_HUB_STATE": str(state),
         "DYNGRAPH_HUB_IP": ip,
         "DYNGRAPH_HUB_PORT": str(port),
+        "PATH": command_path(os.environ.get("PATH", "/usr/bin:/bin")),
     }
     env.pop(IN_NAMESPACE, None)
     log_path = state / "hub" / "jupyterhub.log"

@@ -50,6 +50,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solutions.instructor.python_view import (
+    command_path,
+    python_folders,
+    python_folders_holding,
+)
 from solutions.reference_cells import without_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -158,12 +163,13 @@ def preflight(assignment: str | None = None, python: str | None = None) -> str |
     About 4 s, once per process and interpreter (a pass is remembered)."""
     if problem := bwrap_available():
         return problem
-    for root in _python_roots():
-        if REPO_ROOT.is_relative_to(root):
+    shown = [Path(folder) for folder in SYSTEM if os.path.exists(folder)]
+    for root in [*shown, *python_folders_holding(REPO_ROOT)]:
+        if REPO_ROOT.resolve().is_relative_to(root.resolve()):
             return (
-                f"the Python that grades is installed in {root}, which holds this repository: "
-                "the sandbox would show every student the reference solutions; clone the "
-                "repository outside it, or use a venv made elsewhere (python3 -m venv)"
+                f"the grading sandbox shows {root} to every student, and it holds this "
+                "repository (the reference solutions): clone the repository outside it, or "
+                "use a venv made elsewhere (python3 -m venv)"
             )
     python = python or sys.executable
     key = (python, assignment or "", shutil.which("bwrap") or "")
@@ -242,11 +248,10 @@ def _links(path: str) -> list[str]:
 
 
 def _python_roots() -> list[str]:
-    """The folders of the running Python the sandbox binds: its installation and, in a venv,
-    the venv (whose site-packages hold the course's packages), unless a system folder holds
-    them already."""
-    roots = {sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix}
-    return sorted(root for root in roots if root != "/" and not _under(root, SYSTEM))
+    """The folders of the running Python the sandbox binds (NOTE [Python view]), except those
+    under a system folder, which the sandbox shows already."""
+    folders = python_folders(hidden=[REPO_ROOT])
+    return [str(folder) for folder in folders if not _under(str(folder), SYSTEM)]
 
 
 def _under(path: str, folders: tuple[str, ...] | list[str]) -> bool:
@@ -288,7 +293,7 @@ def _bwrap_prefix(project: Path, submission: Path, limits: Limits = Limits()) ->
     args += ["--chdir", HOME]
     env = {
         "HOME": HOME,
-        "PATH": os.pathsep.join([*(f"{r}/bin" for r in _python_roots()), "/usr/bin", "/bin"]),
+        "PATH": command_path("/usr/bin:/bin"),
         "PYTHONPATH": "/project",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
