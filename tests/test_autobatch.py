@@ -96,7 +96,7 @@ def test_tree_lstm_on_random_trees_matches_per_sample(scheduler):
     recorder = run_both(model, trees, list(model.parameters()), scheduler)
     stats = recorder.stats
     assert stats.ops_recorded > 0 and stats.calls < stats.ops_recorded / 10
-    assert stats.unbatched == {} and stats.flushes == 0
+    assert stats.unbatched == {} and stats.forced_flushes == 0 and stats.flushes == 1
 
 
 @pytest.mark.parametrize("cell", ["LSTMCell", "GRUCell", "RNNCell"])
@@ -370,7 +370,8 @@ def test_a_value_read_inside_the_block_flushes_and_stays_correct():
 
     recorder = run_both(per_sample, xs, [w])
     stats = recorder.stats
-    assert stats.flushes == 5  # one per sample: each read needs that sample's value now
+    assert stats.forced_flushes == 5  # one per sample: each read needs that sample's value now
+    assert stats.flushes == 6  # and the last sample's ops after its read, at the end
     assert all(reason.startswith("item() at test_autobatch.py:") for reason in stats.flush_reasons)
 
 
@@ -380,7 +381,7 @@ def test_reads_that_need_no_value_do_not_flush():
         y = x * 2
         assert len(y) == 4 and y.shape == (4, 3) and y.dtype == x.dtype
         assert y.requires_grad is False and y.grad_fn is None
-    assert recorder.stats.flushes == 0
+    assert recorder.stats.forced_flushes == 0 and recorder.stats.flushes == 1
     close(y, x * 2)
 
 
@@ -435,7 +436,7 @@ def test_stats_count_what_happened():
     stats = autobatch.stats()
     assert stats is recorder.stats and stats.scheduler == "depth"
     assert stats.ops_recorded == 16 and stats.calls == 2 and stats.largest_batch == 8
-    assert stats.batched_ops == 16 and stats.flushes == 0
+    assert stats.batched_ops == 16 and stats.flushes == 1 and stats.forced_flushes == 0
     assert stats.gather_bytes == 8 * 4 * 4  # the 8 inputs stacked; relu reads linear in place
     assert stats.record_seconds > 0 and stats.schedule_seconds > 0 and stats.run_seconds > 0
     assert stats.overhead_seconds == stats.record_seconds + stats.schedule_seconds
@@ -508,7 +509,7 @@ def test_detach_of_a_pending_tensor_shows_its_value():
         del ys
     for k, x in zip(kept, xs):
         close(k, x.exp())
-    assert recorder.stats.flushes == 0
+    assert recorder.stats.forced_flushes == 0 and recorder.stats.flushes == 1
 
 
 def test_in_place_ops_inside_the_block_run_at_once_and_stay_correct():
@@ -521,7 +522,7 @@ def test_in_place_ops_inside_the_block_run_at_once_and_stay_correct():
             ys.append(y.tanh())
     for y, x in zip(ys, xs):
         close(y, (x * 2 + 1).tanh())
-    assert recorder.stats.flushes == 3
+    assert recorder.stats.forced_flushes == 3 and recorder.stats.flushes == 4
 
 
 @pytest.mark.parametrize("model", ["chain", "dag"])
@@ -579,6 +580,21 @@ def test_backward_inside_the_block_flushes_first():
         total.backward()
     close(w.grad, sum(xs[1:], xs[0]))
     assert recorder.stats.flush_reasons == ["backward()"]
+    assert recorder.stats.flushes == recorder.stats.forced_flushes == 1  # nothing left at the end
+
+
+def test_flushes_count_as_exercise_7_of_notebook_6_counts_them():
+    """One meaning of "flush": every time the pending ops are scheduled and run, the one at the
+    end of the block included; `forced_flushes` are the ones a read forced inside it."""
+    xs = [minitorch.randn(3) for _ in range(4)]
+    for read, flushes, forced in ((False, 1, 0), (True, 4, 4)):
+        with autobatch.batch() as recorder:
+            for x in xs:
+                y = (x * 2).tanh().sum()
+                if read:
+                    y.item()  # nothing is pending after the last read: no flush at the end
+        assert (recorder.stats.flushes, recorder.stats.forced_flushes) == (flushes, forced)
+    assert "flushes             4 (4 forced inside the block" in str(recorder.stats)
 
 
 def test_an_error_inside_the_block_leaves_no_recorder_behind():

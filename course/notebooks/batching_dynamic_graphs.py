@@ -43,6 +43,7 @@
 # %%
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -57,8 +58,7 @@ from minitorch.datasets import ExprTree, make_expression_trees
 from minitorch.notebook import exercise
 
 torch.manual_seed(0)
-minitorch.manual_seed(0)
-torch.set_num_threads(1)  # timings stay steady when other processes share the cores
+_ = minitorch.manual_seed(0)  # (the generator it returns is not shown)
 
 # %% [markdown]
 # ## 1. Why per-sample graphs are slow
@@ -123,20 +123,35 @@ print("most frequent ops:", sorted(set(counted), key=lambda name: (-counted.coun
 
 
 # %%
-def best_time(run, repeat=5):
-    """The best of `repeat` wall-clock times of run(), in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+@contextmanager
+def one_torch_thread():
+    """Run a timing with one torch thread (steadier when other processes share the cores)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def best_times(runs, repeat=5):
+    """The best wall-clock time of each function in `runs`, in seconds: they take turns,
+    `repeat` rounds, with one torch thread, so a busy moment slows them all alike."""
+    times = [[] for _ in runs]
+    with one_torch_thread():
+        for _ in range(repeat):
+            for run, kept in zip(runs, times):
+                start = time.perf_counter()
+                run()
+                kept.append(time.perf_counter() - start)
+    return [min(kept) for kept in times]
 
 
 rows = minitorch.randn(nodes, 32, dtype=torch.float64)
-one_by_one = best_time(lambda: [model.cell(rows[i : i + 1]) for i in range(nodes)])
-all_at_once = best_time(lambda: model.cell(rows))
-step = best_time(lambda: minitorch.cat([model(t) for t in trees]).sum().backward(), repeat=3)
+one_by_one, all_at_once = best_times(
+    [lambda: [model.cell(rows[i : i + 1]) for i in range(nodes)], lambda: model.cell(rows)]
+)
+(step,) = best_times([lambda: minitorch.cat([model(t) for t in trees]).sum().backward()], 3)
 print(f"cell on {nodes} rows, one call per row: {one_by_one * 1e3:6.2f} ms")
 print(f"cell on {nodes} rows, one call:         {all_at_once * 1e3:6.2f} ms")
 print(f"per-sample forward + backward of the model: {step * 1e3:.1f} ms, ")
@@ -166,36 +181,49 @@ print(f"64 trees: {tree_nodes} real nodes, {complete} in complete trees of the l
 print(f"    {1 - tree_nodes / complete:.0%} of the padded work is wasted")
 
 # %% [markdown]
-# Measured on an LSTM cell over those 256 sequences (forward only): all 256 rows at every
-# step, against only the sequences still running (what `pack_padded_sequence` does):
+# **Packing** (what `pack_padded_sequence` does) skips the padded positions: with the
+# sequences sorted by length, step `t` runs only the first `alive[t]` rows, those still
+# running. It makes the same number of calls as padding, on fewer rows. Below, an LSTM cell
+# runs over the 256 sequences, forward only, padded and packed taking turns (3 rounds, the
+# best of each, one torch thread), for a small and a larger hidden size:
 
 # %%
-lstm = nn.LSTMCell(8, 32)
 by_length = sorted(lengths, reverse=True)
-inputs = minitorch.randn(256, max(lengths), 8)
+alive = [sum(n > t for n in by_length) for t in range(max(lengths))]  # rows running at step t
 
 
-def run_lstm(packed):
-    h = c = minitorch.zeros(256, 32)
+def run_lstm(cell, inputs, packed):
+    """The cell over all sequences, forward only: every row at every step, or `alive[t]`."""
+    h = c = minitorch.zeros(len(by_length), cell.hidden_size)
     with minitorch.no_grad():
-        for t in range(max(lengths)):
-            alive = sum(n > t for n in by_length) if packed else 256
-            h, c = lstm(inputs[:alive, t], (h[:alive], c[:alive]))
+        for t, running in enumerate(alive):
+            rows = running if packed else len(by_length)
+            h, c = cell(inputs[:rows, t], (h[:rows], c[:rows]))
 
 
-padded_time, packed_time = best_time(lambda: run_lstm(False), 3), best_time(lambda: run_lstm(True))
-print(f"padded: {padded_time * 1e3:.1f} ms, packed: {packed_time * 1e3:.1f} ms")
+print(f"packed runs {sum(alive) / (len(alive) * len(by_length)):.0%} of the padded rows")
+inputs = minitorch.randn(len(by_length), len(alive), 8)
+for hidden in (32, 128):
+    lstm = nn.LSTMCell(8, hidden)
+    runs = [lambda p=p, cell=lstm: run_lstm(cell, inputs, p) for p in (False, True)]
+    padded_time, packed_time = best_times(runs, 3)
+    share = packed_time / padded_time
+    print(f"hidden {hidden:3}: padded {padded_time * 1e3:5.1f} ms, packed "
+          f"{packed_time * 1e3:5.1f} ms: packed takes {share:.0%} of the time")  # fmt: skip
 
 # %% [markdown]
-# Padding works for sequences (and packing saves most of its waste), but a tree's shape
-# decides **which** nodes combine, not only how many: a padded tree is a different tree.
-# And padding must be written by hand for every model.
+# Packing makes the same calls on fewer rows: it saves arithmetic, not the per-op overhead
+# of each call. How much time that saves depends on how much of a step is arithmetic: with
+# 32 hidden units a step is mostly overhead, which packing keeps; with 128, arithmetic is
+# most of it (compare the two sizes above). For sequences, padding and packing work. A
+# tree's shape, though, decides **which** nodes combine, not only how many: a padded tree
+# is a different tree. And padding must be written by hand for every model.
 #
 # ## 3. Why `vmap` cannot batch different structures
 #
 # `torch.func.vmap(f)` runs `f` once, on a batch dimension it hides from `f`: every sample
 # goes through the **same** ops. Samples of different shapes cannot even be stacked, and a
-# Python branch on a sample's value (which is what a tree's recursion is) is refused:
+# Python `if` on a sample's value is refused, since one run of `f` cannot take both sides:
 
 
 # %%
@@ -216,8 +244,12 @@ for name, run in [
         print(f"{name}: {str(error).splitlines()[0][:100]}")
 
 # %% [markdown]
-# vmap batches **one** graph over many samples. Dynamic models need the opposite: many
-# graphs, with the ops they share found and batched after they were written down.
+# A tree's recursion branches on the sample's **structure**, not on a tensor's value:
+# `tree.is_leaf` and the number of children are Python data, so vmap raises nothing there,
+# yet it has no way to run them either: one run of `f` follows one tree's recursion, while
+# each sample needs its own number of `cell` calls, wired its own way. vmap batches **one**
+# graph over many samples. Dynamic models need the opposite: many graphs, with the ops
+# they share found and batched after they were written down.
 #
 # ## 4. DyNet's idea: record, group, run
 #
@@ -536,6 +568,71 @@ grade.schedule_agenda(schedule_agenda)
 
 
 # %% [markdown]
+# ### When the agenda loses
+#
+# The agenda is DyNet's rule as its source has it (`exec.cc`, autobatch strategy 1): ready
+# nodes of the signature with the lowest average depth over the whole graph, matrix products
+# last on a tie. It is a heuristic. The table counts the batches of both rules (the library's
+# schedulers, which follow exercises 2 and 3) on sequences and on the tree model's graph,
+# written as `Node`s by `tree_graph`. In the model, an operator node adds
+# `op_vector[op]`, a different row of the parameter for each operator: one signature per
+# operator, as `param` says below. Exercise 5 instead gathers the rows of all operators
+# with one op: then the add has one signature.
+
+
+# %%
+def tree_graph(trees, add_per_operator=True, hidden=16):
+    """The Nodes of TreeModel on `trees`; the add of op_vector[op] has one signature per
+    operator (`param` names the row), or one for all when `add_per_operator` is False."""
+    nodes = []
+
+    def encode(sample, tree):
+        if tree.is_leaf:
+            value = add_node(nodes, sample, "input", shape=(1,))
+            state = add_node(nodes, sample, "linear", [value], (hidden,), param="leaf")
+        else:
+            both = [encode(sample, tree.left), encode(sample, tree.right)]
+            both = add_node(nodes, sample, "cat", both, (2 * hidden,), attrs=(1,))
+            state = add_node(nodes, sample, "linear", [both], (hidden,), param="cell")
+            row = f"op_vector[{tree.op!r}]" if add_per_operator else "op_vector"
+            state = add_node(nodes, sample, "add", [state], (hidden,), param=row)
+        return add_node(nodes, sample, "tanh", [state], (hidden,))
+
+    for sample, tree in enumerate(trees):
+        add_node(nodes, sample, "linear", [encode(sample, tree)], (1,), param="out")
+    return nodes
+
+
+graphs = {
+    "4 sequences, lengths 1-4": sequence_graph([1, 2, 3, 4]),
+    "64 sequences, lengths 5-50": sequence_graph(lengths[:64]),
+    "64 trees, one add per operator": tree_graph(trees),
+    "64 trees, one add for all": tree_graph(trees, add_per_operator=False),
+}
+print(f"{'graph':32} {'nodes':>6} {'by depth':>9} {'agenda':>7}")
+for name, graph in graphs.items():
+    depth, agenda = library_schedule(graph, "depth"), library_schedule(graph, "agenda")
+    print(f"{name:32} {len(graph):6} {len(depth):9} {len(agenda):7}")
+
+# %% [markdown]
+# On sequences the agenda wins: it waits for `linear V` until every sample reaches it. On
+# the trees with one add per operator it makes about three times the calls of by depth.
+# Follow it after the first adds: `tanh`, `cat` and `linear cell` have a lower average depth
+# than every add (the leaves' `tanh` and `linear` pull theirs down, and a node's `cat`
+# always sits two levels below its add), so once the adds of one operator have run, the
+# agenda carries those nodes up through `tanh`, their parents' `cat` and `cell`, to their
+# parents' adds, before the nodes of the other operators of the same height get their turn.
+# It runs the trees one operator chain at a time, and each level costs several calls of
+# `tanh`, `cat` and `cell` instead of one. By depth never moves past a depth before all of
+# its nodes ran. With one add for all operators the cycle has one signature per step, and
+# the agenda is back to fewer calls than by depth.
+#
+# DyNet's answer is not a better rule: its source also has the by-depth rule (strategy 2)
+# and an agenda that waits until all nodes of a signature at one depth are ready (strategy
+# 3), and with `--dynet-autobatch` above 99 it times all three on the first graph and keeps
+# the fastest. Count (or time) your own graphs; `minitorch.autobatch.stats()` counts the
+# calls.
+#
 # ## 5. Gather: collecting the rows a batch reads
 #
 # A batched call needs its arguments stacked: row `k` of the argument is what the `k`-th
@@ -554,6 +651,36 @@ gathered = table.index_select(0, minitorch.tensor([2, 0, 2]))
 gathered.sum().backward()
 print("gathered rows:", gathered.tolist(), "  node:", gathered.grad_fn.name())
 print("gradient of the table:", table.grad.tolist(), "(row 2 was used twice)")
+
+
+# %% [markdown]
+# The same, drawn: forward copies row `index[j]` of the source to row `j` of the output;
+# backward sends the gradient of row `j` back to row `index[j]`, where the gradients of a
+# row gathered twice add up.
+
+
+# %%
+def draw_gather(rows, index):
+    """Gather's forward and its scatter-add backward for a source of `rows` rows."""
+    dot = Digraph(graph_attr=dict(rankdir="LR", size="6,3", nodesep="0.15"))
+    dot.attr("node", shape="box", style="filled,rounded", fontsize="11", height="0.3")
+    for side, label in (("f", f"forward: out = source[{index}]"), ("b", "backward: scatter-add")):
+        with dot.subgraph(name=f"cluster_{side}") as box:
+            box.attr(label=label, color="grey")
+            for i in range(rows):
+                source = "source" if side == "f" else "grad of source"
+                box.node(f"{side}s{i}", f"{source} row {i}", fillcolor=PALETTE[i])
+            for j, i in enumerate(index):
+                out = "out" if side == "f" else "grad of out"
+                box.node(f"{side}o{j}", f"{out} row {j}", fillcolor=PALETTE[i])
+                if side == "f":
+                    box.edge(f"fs{i}", f"fo{j}")
+                else:
+                    box.edge(f"bo{j}", f"bs{i}", label="+")
+    return dot
+
+
+draw_gather(3, [2, 0, 2])
 
 # %% [markdown] nbgrader={"grade_id": "ex4_gather_statement", "locked": true}
 # ### Exercise 4 (4 points): the gather op and its backward
@@ -630,6 +757,40 @@ grade.gather(Gather)
 # one call of `cell` per height: the number of calls no longer grows with the number of
 # trees. This is the by-depth schedule of exercise 2, written by hand for one model.
 
+# %% [markdown]
+# Three small trees, each node coloured by its height: the nodes of one colour, across all
+# trees, are one call (`leaf` for height 0, `cell` for the others).
+
+
+# %%
+def draw_levels(trees):
+    """Each tree in a box; a node's colour and label give its height."""
+    dot = Digraph(graph_attr=dict(rankdir="BT", size="6,3"))
+    dot.attr("node", shape="box", style="filled,rounded", fontsize="11", height="0.3")
+    counter = iter(range(10_000))
+
+    def visit(box, tree):
+        name = str(next(counter))
+        if tree.is_leaf:
+            height = 0
+            box.node(name, f"{tree.value:g}  h0", fillcolor=PALETTE[0])
+            return name, height
+        (left, hl), (right, hr) = visit(box, tree.left), visit(box, tree.right)
+        height = 1 + max(hl, hr)
+        box.node(name, f"{tree.op}  h{height}", fillcolor=PALETTE[height])
+        box.edge(left, name)
+        box.edge(right, name)
+        return name, height
+
+    for number, tree in enumerate(trees):
+        with dot.subgraph(name=f"cluster_{number}") as box:
+            box.attr(label=f"tree {number}", color="grey")
+            visit(box, tree)
+    return dot
+
+
+draw_levels(make_expression_trees(3, max_depth=3, seed=2)[0])
+
 # %% [markdown] nbgrader={"grade_id": "ex5_batched_forward_statement", "locked": true}
 # ### Exercise 5 (5 points): the tree model, batched level by level
 #
@@ -648,9 +809,10 @@ grade.gather(Gather)
 #    node's operator (`OPS.index(op)`, also a gather), `tanh`; append them to `states`.
 # 4. Gather the roots' rows, apply `model.out`, and reshape to `[len(trees)]`.
 #
-# Make the values tensor with the model's dtype (`model.out.weight.dtype`), and index
-# tensors with `minitorch.tensor(list_of_ints)`. Do not `detach` anything: backward must
-# reach every parameter through the gathers. A single leaf is a tree too.
+# Make the values tensor with the model's dtype (`model.out.weight.dtype`; the tests use
+# float64 and float32 models), and index tensors with `minitorch.tensor(list_of_ints)`.
+# Do not `detach` anything: backward must reach every parameter through the gathers. A
+# single leaf is a tree too.
 
 
 # %% nbgrader={"grade_id": "ex5_batched_forward", "solution": true}
@@ -707,6 +869,9 @@ with exercise(5):
     for name, p in tree_model.named_parameters():
         assert p.grad is not None, f"no gradient reached {name}: did something get detached?"
         assert minitorch.allclose(p.grad, expected[name]), f"the gradient of {name} differs"
+    single = TreeModel(hidden=3)  # float32
+    got32 = batched_forward(single, small_trees, gather=index_rows)
+    assert got32.dtype == torch.float32, f"a float32 model gave {got32.dtype} predictions"
     print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
@@ -720,16 +885,21 @@ grade.batched_forward(batched_forward)
 # ### Exercise 6 (3 points): measure what batching saves
 #
 # Write `tree_speedup(model, trees, repeat=3, batched=None, gather=None)`: time one
-# training step's forward and backward of the **per-sample** loop,
+# training step, **forward and backward**, of the **per-sample** loop,
 # `minitorch.cat([model(t) for t in trees]).sum().backward()`, and of the **batched**
 # model, `batched(model, trees, gather).sum().backward()`, each `repeat` times, and return
-# **per-sample time / batched time**, using the best (smallest) time of each. Measure both
-# in the same process, one after the other, with `time.perf_counter()`. `batched` and
-# `gather` default to your `batched_forward` and `Gather.apply` (the tests pass their own).
+# **per-sample time / batched time**, using the best (smallest) time of each, as a float.
+# Measure with `time.perf_counter()`, with nothing else inside the timed code. `batched`
+# and `gather` default to your `batched_forward` and `Gather.apply` (the tests pass their
+# own).
 #
-# The grader passes its own `batched` and `gather`, measures the same times itself on 48
-# trees right before and right after calling yours, and expects your ratio to be above 2 and
-# within a factor of 2 of what its own times give.
+# Example: if the best per-sample step takes 30 ms and the best batched one 2 ms, return
+# `15.0`.
+#
+# A ratio of two times measured on a busy machine can be off by a factor of 3, so the
+# hidden test does not time real work: it passes a `model` and a `batched` whose forward
+# and backward cost known times on a clock of the grader's, which stands in for `time`'s
+# clocks while your function runs. Your ratio must be the one those costs give.
 
 
 # %% nbgrader={"grade_id": "ex6_tree_speedup", "solution": true}
@@ -771,10 +941,11 @@ grade.tree_speedup(tree_speedup)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Your own batched model against the per-sample loop, on the 64 trees of section 1:
+# Your own batched model against the per-sample loop, on the 64 trees of section 1, with
+# real time (one torch thread):
 
 # %%
-with exercise(6):
+with exercise(6), one_torch_thread():
     print(f"batched: {tree_speedup(model, trees, gather=index_rows):.1f}x the per-sample speed")
 
 
@@ -784,7 +955,9 @@ with exercise(6):
 # A lazy batcher computes nothing until a value is needed. Python code that **reads** a
 # value (`loss.item()`, `print(loss)`, `if h.sum() > 0:`) needs it now: the batcher must
 # **flush**, scheduling and running every node recorded so far. Nodes recorded afterwards
-# can no longer join the batches that already ran.
+# can no longer join the batches that already ran. The end of the lazy run is a flush too,
+# when nodes are still pending there; a flush is every such scheduling, whatever caused it
+# (`minitorch.autobatch.stats().flushes` counts them the same way).
 #
 # Each scenario in the cell below runs the sequence model of `sequence_graph` lazily over
 # four sequences of lengths 1, 2, 3 and 4 (`loss_of(s)` records sample `s`'s nodes and
@@ -792,8 +965,8 @@ with exercise(6):
 # with the **agenda** of exercise 3 (scenario `"e"`: by depth, exercise 2), with the
 # signature of exercise 1; nodes of earlier flushes count as already run. Predict, for each
 # scenario, the total number of batched calls (batches), over all flushes, including the
-# flush at the end. Return a dict `{"a": 9, ...}` with one int per scenario. Each right
-# prediction earns a fifth of the points.
+# flush at the end. Return a dict with one int per key of `SCENARIOS` (the form, not the
+# answer: `{key: 0 for key in SCENARIOS}`). Each right prediction earns a fifth of the points.
 #
 # *Hint:* the nodes of one sample never read another sample's. Predict first; then you can
 # check with your schedulers and `sequence_graph`.
@@ -879,13 +1052,14 @@ for scheduler in ("depth", "agenda"):
 
 # %% [markdown]
 # Both schedules give eager's outputs and gradients; the number of calls is what differs,
-# and here the agenda makes **more** calls than grouping by depth. DyNet's rule follows the
-# signature of lowest average depth, and on these trees that can mean running one chain
-# of cells after another instead of a whole level at once. A scheduler is a heuristic: count
-# its calls on your own graphs.
+# and here the agenda makes **more** calls than grouping by depth, for the reason the table
+# after exercise 3 shows: `self.op_vector[OPS.index(tree.op)]` is a different row per
+# operator, so the add after `cell` has one signature per operator, and the agenda carries
+# one operator's nodes up a level before the others.
+
 # %% [markdown]
-# Reading a value inside the block forces a flush, as in exercise 7; `stats()` counts them,
-# and the calls they cost:
+# Reading a value inside the block forces a flush, as in exercise 7. `stats()` counts every
+# flush (the one at the end of the block too) and, of them, those forced inside the block:
 
 # %%
 for read in (False, True):
@@ -897,7 +1071,8 @@ for read in (False, True):
                 losses[-1].item()  # e.g. logging every sample's prediction
         minitorch.cat(losses).sum()
     stats = minitorch.autobatch.stats()
-    print(f"item() per sample: {read!s:>5}: {stats.calls:4} calls, {stats.flushes} flushes")
+    print(f"item() per sample: {read!s:>5}: {stats.calls:4} calls, {stats.flushes:2} flushes "
+          f"({stats.forced_flushes} forced by a read)")  # fmt: skip
 
 # %% [markdown]
 # And the overhead that batching adds, measured by the library itself (recording the lazy
@@ -921,8 +1096,10 @@ print(minitorch.autobatch.stats())
 #   nodes into batches, and run each batch as one op, **gathering** its argument rows.
 # - By depth is simple but splits an op that sits at different depths in different samples;
 #   the **agenda** (lowest average depth first, matrix products last on ties) waits for
-#   such ops. It made fewer calls on the sequence graph (9 against 13), but not on the
-#   tree model of section 7, where the library's agenda made more: a heuristic, so count.
+#   such ops, and makes fewer calls on sequences. When one step has a signature per case
+#   (the tree model's `op_vector[op]`), it carries one case's nodes up a level before the
+#   others and makes more calls than by depth. DyNet keeps both rules and can time them on
+#   the first graph: a heuristic, so count.
 # - Gather's backward is a scatter-add: a row used twice receives the sum of its gradients.
 #   With it, a batched model is an ordinary graph and its gradients are the per-sample ones.
 # - Reading a value in the middle (`.item()`, `print`, `if`) flushes the lazy graph and

@@ -109,13 +109,15 @@ class BatchRecorder(Recorder):
 
     # Flushing -----------------------------------------------------------------------------------
     def flush(self, reason: str | None = None) -> None:
-        """Run every pending op now, in batches. `reason` (why a value is needed before the end
-        of the block) counts the flush as a lost batching opportunity."""
+        """Run every pending op now, in batches (a flush, counted in `stats.flushes`). `reason`
+        (why a value is needed before the end of the block) also counts it as forced, a lost
+        batching opportunity."""
         if not self._ops:
             return
         start = perf_counter()
+        self.stats.flushes += 1
         if reason is not None:
-            self.stats.flushes += 1
+            self.stats.forced_flushes += 1
             self.stats.flush_reasons.append(reason)
         ops, self._ops, self._pending = self._ops, [], {}
         try:

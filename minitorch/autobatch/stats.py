@@ -16,9 +16,12 @@ class Stats:
       alone is a batch of one); `batched_ops`: lazy ops that ran in batches of two or more,
       `ran_alone`: the others (so `batched_ops + ran_alone == ops_recorded` after the block);
       `largest_batch`;
-    - `flushes`: flushes forced inside the block by reading a pending value, an in-place op,
-      backward ... (lost batching opportunities: ops recorded after it cannot join the batches
-      before it), with `flush_reasons`; the flush at the end of the block is not counted;
+    - `flushes`: every flush, that is every time the pending ops were scheduled and run: the
+      flush at the end of the block (when ops are pending there) and those forced inside it;
+      `forced_flushes`: the ones forced inside the block by reading a pending value, an
+      in-place op, backward ... (lost batching opportunities: ops recorded after one cannot
+      join the batches before it), with their `flush_reasons`. Exercise 7 of notebook 6
+      counts flushes the same way;
     - `gather_bytes`: bytes copied to gather per-sample arguments (slices copy nothing);
     - `unbatched`: ops that ran one sample at a time, by reason (an op without a batching rule
       or with arguments its rule cannot batch);
@@ -36,6 +39,7 @@ class Stats:
     ran_alone: int = 0
     largest_batch: int = 0
     flushes: int = 0
+    forced_flushes: int = 0
     flush_reasons: list[str] = field(default_factory=list)
     gather_bytes: int = 0
     unbatched: dict[str, int] = field(default_factory=dict)
@@ -60,7 +64,8 @@ class Stats:
             f"  shared ops          {self.shared_ops} run once, reused {self.shared_reused} times",
             f"  calls               {self.calls} (largest batch {self.largest_batch}; "
             f"{self.batched_ops} ops in batches, {self.ran_alone} alone)",
-            f"  flushes             {self.flushes} (lost batching opportunities)",
+            f"  flushes             {self.flushes} ({self.forced_flushes} forced inside the "
+            "block: lost batching opportunities)",
             f"  gather copies       {self.gather_bytes / 1e6:.3f} MB",
             f"  time                record {self.record_seconds * 1e3:.1f} ms, schedule "
             f"{self.schedule_seconds * 1e3:.1f} ms, run {self.run_seconds * 1e3:.1f} ms",

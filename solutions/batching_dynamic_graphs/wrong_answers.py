@@ -101,7 +101,7 @@ def batched_forward(model, trees, gather=None):
     for tree in trees:
         visit(tree)
     values = [[leaf.value] for leaf in levels[0]]
-    states = model.leaf(minitorch.tensor(values, dtype=model.out.weight.dtype)).tanh()
+    states = model.leaf(minitorch.tensor(values, dtype={dtype})).tanh()
     row = {{id(leaf): r for r, leaf in enumerate(levels[0])}}
     for level in levels[1:]:
         left = minitorch.tensor([row[id(n.{left})] for n in level])
@@ -122,8 +122,9 @@ def _batched(
     right: str = "right",
     op_rows: str = "gather(model.op_vector, ops)",
     kept: str = "states",
+    dtype: str = "model.out.weight.dtype",
 ) -> str:
-    return _BATCHED.format(left=left, right=right, op_rows=op_rows, kept=kept)
+    return _BATCHED.format(left=left, right=right, op_rows=op_rows, kept=kept, dtype=dtype)
 
 
 _SPEEDUP = """\
@@ -395,6 +396,11 @@ class Gather(minitorch.autograd.Function):
             _batched(op_rows="model.op_vector[OPS.index(level[0].op)]"),
             "one operator's vector for the whole level",
         ),
+        WrongAnswer(
+            "float64_values",
+            _batched(dtype="torch.float64"),
+            "the leaves' values always float64: right for a float64 model only",
+        ),
     ],
     "ex6_tree_speedup": [
         WrongAnswer(
@@ -429,6 +435,31 @@ class Gather(minitorch.autograd.Function):
                 "    return per_sample / best(checked)"
             ),
             "the batched timing also runs the per-sample model, to check it",
+        ),
+        WrongAnswer(
+            "forward_only",
+            _SPEEDUP.format(
+                body="    per_sample = best(lambda: minitorch.cat([model(t) for t in trees]))\n"
+                "    at_once = best(lambda: batched(model, trees, gather))\n"
+                "    return per_sample / at_once"
+            ),
+            "times the forward passes only, where the exercise asks for forward and backward",
+        ),
+        WrongAnswer(
+            "backward_outside_the_timing",
+            _SPEEDUP.format(
+                body="    def timed(make):\n"
+                "        times = []\n"
+                "        for _ in range(repeat):\n"
+                "            start = time.perf_counter()\n"
+                "            out = make()\n"
+                "            times.append(time.perf_counter() - start)\n"
+                "            out.sum().backward()\n"
+                "        return min(times)\n\n"
+                "    per_sample = timed(lambda: minitorch.cat([model(t) for t in trees]))\n"
+                "    return per_sample / timed(lambda: batched(model, trees, gather))"
+            ),
+            "runs backward, but after the clock stopped: forward only again",
         ),
     ],
     "ex7_predict_calls": [
@@ -648,6 +679,48 @@ def tree_speedup(model, trees, repeat=3, batched=None, gather=None):
     return float(loop[0] / at_once[0])
 """,
             "integer nanoseconds, sorted lists, and the ratio made a float",
+        ),
+        WrongAnswer(
+            "timeit_and_a_backward_per_tree",
+            """\
+import timeit
+
+
+def tree_speedup(model, trees, repeat=3, batched=None, gather=None):
+    batched = batched or batched_forward
+    gather = gather or Gather.apply
+
+    def per_sample():
+        for t in trees:
+            model(t).sum().backward()
+
+    def at_once():
+        batched(model, trees, gather).sum().backward()
+
+    slow = min(timeit.repeat(per_sample, number=1, repeat=repeat))
+    return slow / min(timeit.repeat(at_once, number=1, repeat=repeat))
+""",
+            "timeit, and one backward per tree (the same work as one backward of the sum)",
+        ),
+        WrongAnswer(
+            "clock_imported_by_name",
+            """\
+from time import perf_counter
+
+
+def tree_speedup(model, trees, repeat=3, batched=None, gather=None):
+    batched = batched or batched_forward
+    gather = gather or Gather.apply
+    slow = fast = float("inf")
+    for _ in range(repeat):
+        start = perf_counter()
+        minitorch.cat([model(t) for t in trees]).sum().backward()
+        middle = perf_counter()
+        batched(model, trees, gather).sum().backward()
+        slow, fast = min(slow, middle - start), min(fast, perf_counter() - middle)
+    return slow / fast
+""",
+            "perf_counter imported by name, the two sides taking turns",
         ),
     ],
     "ex7_predict_calls": [
