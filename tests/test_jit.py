@@ -514,3 +514,56 @@ def test_cuda_graph_replays_equal_eager_and_see_optimizer_steps():
     traced(tensor(5, 4, seed=1).cuda())
     with pytest.raises(RuntimeError, match="called again before this call's backward"):
         first.backward()
+
+
+def test_watch_ops_reports_every_read_as_one_of_read_kinds() -> None:
+    """Notebook 5's READERS has a reader for each kind watch_ops reports: a tracer built on the
+    hook can check every guard it records. Printing and numpy() are reported as tolist reads of
+    the values they showed."""
+    import inspect
+    import operator
+    import sys
+
+    from minitorch.autograd import watch
+    from minitorch.autograd.watch import READ_KINDS, watch_ops
+
+    x = minitorch.tensor([1.5, -2.0, 3.0])
+    index = minitorch.tensor(2)
+    reads = []
+
+    def read_everything() -> None:
+        bool(x.sum() > 0)
+        x.sum().item()
+        float(x.sum())
+        int(x.sum())
+        operator.index(index)
+        len(x)
+        x.tolist()
+        repr(x)
+        f"{x.sum():.2f}"
+        x.numpy()
+        list(x)
+
+    with watch_ops(lambda *args: None, lambda t, kind, value: reads.append((t, kind, value))):
+        read_everything()
+    kinds = [kind for _, kind, _ in reads]
+    assert kinds[:10] == [
+        *("bool", "item", "float", "int", "index", "len", "tolist"),
+        *("tolist", "tolist", "tolist"),  # repr, format, numpy: the values they showed
+    ]
+    assert set(kinds[10:]) == {"len"}  # list(x): its length
+    readers = {
+        "bool": bool,
+        "item": lambda t: t.item(),
+        "float": float,
+        "int": int,
+        "index": operator.index,
+        "len": len,
+        "tolist": lambda t: t.tolist(),
+    }
+    assert set(readers) == set(READ_KINDS)
+    for tensor, kind, value in reads:
+        assert readers[kind](tensor) == value, kind
+    source = inspect.getsource(sys.modules["minitorch.tensor"])
+    declared = set(re.findall(r'@recorded_read\("(\w+)"\)', source))
+    assert declared <= set(READ_KINDS) | watch._SHOWN_AS_VALUES, declared

@@ -2,7 +2,7 @@
 
 - `watch_ops(on_op, on_read=None)`: while the block runs, every op calls
   `on_op(function, args, outputs)` right after it ran, and every Python read of a tensor's value
-  (`bool(t)`, `t.item()`, `float(t)`, `int(t)`, ...) calls `on_read(tensor, kind, value)`.
+  calls `on_read(tensor, kind, value)`, `kind` one of `READ_KINDS`.
   It is the forward record's hook (NOTE [Forward record] in record.py) with callbacks instead of
   a program, so it sees exactly what `minitorch.jit` sees.
 - `forward_with_ctx(function, args, needs_input_grad)`: run one op's `forward` on a fresh ctx
@@ -20,14 +20,24 @@ from typing import Any
 from minitorch.autograd.function import Function, forward_with_ctx
 from minitorch.autograd.record import Recorder
 
-__all__ = ["forward_with_ctx", "watch_ops"]
+__all__ = ["READ_KINDS", "forward_with_ctx", "watch_ops"]
+
+# The kinds of read `watch_ops` reports, each with the Python call that reads the value again out
+# of a tensor (notebook 5's `READERS` spells out the same table). A read that shows the values
+# without being one of these (`repr`, `format`, `numpy`: printing or leaving the library) is
+# reported as a "tolist" read of the values it showed: the printed text and the array are
+# functions of them, and a guard on them is then exact.
+READ_KINDS = ("bool", "item", "float", "int", "index", "len", "tolist")
+_SHOWN_AS_VALUES = frozenset({"repr", "format", "numpy"})
 
 
 class watch_ops(Recorder):
     """`with watch_ops(on_op, on_read):` calls `on_op(function, args, outputs)` after each op
     (`function` is the op's `Function` class, e.g. `Mul`; `args` the arguments it was given;
     `outputs` a tuple of what it returned) and `on_read(tensor, kind, value)` after each Python
-    read of a tensor (`kind` is "bool", "item", "float", "int", "len", "index", "tolist", ...).
+    read of a tensor (`kind` is one of `READ_KINDS`: `bool(t)`, `t.item()`, `float(t)`, `int(t)`,
+    `operator.index(t)` (`range(t)`, `x[t]`), `len(t)` (also iteration), `t.tolist()`; printing
+    and `numpy()` are reported as "tolist" with the values they showed).
 
     Ops and reads run as usual, graph included. The callbacks run unwatched, so their own tensor
     ops are not reported. Like every forward record, watches cannot be nested."""
@@ -51,5 +61,8 @@ class watch_ops(Recorder):
         value = super().read(tensor, kind, reader)
         if self._on_read is not None:
             with self.paused():
-                self._on_read(tensor, kind, value)
+                if kind in _SHOWN_AS_VALUES:
+                    self._on_read(tensor, "tolist", tensor.tolist())
+                else:
+                    self._on_read(tensor, kind, value)
         return value

@@ -13,8 +13,10 @@ replaced by stand-ins that reveal nothing the student does not have, never by th
   shown in the notebook's first section) and written in the notebook's `Trace` format, with the
   student's own `Slot`, `Step`, `Guard` and `Trace` classes (so that their `isinstance` checks see
   their own classes);
-- exercises 6 and 7 get `record_call` and `run` (minitorch's interpreter of a recorded program) as
-  their `tracer` and `replayer`, wrapped to count (and time) the calls they receive.
+- exercise 6 gets `record_call` and `run` (minitorch's interpreter of a recorded program) as its
+  `tracer` and `replayer`, wrapped to count the calls they receive;
+- exercise 7 gets `minitorch.jit.trace` and a replay of it with backward, which time the calls
+  they receive (and `fn`, timed until its backward reaches the input).
 Pass `seed=` to make the random cases reproducible.
 """
 
@@ -32,6 +34,7 @@ from typing import Any
 import torch
 
 import minitorch
+import minitorch.jit
 from minitorch import nn
 from minitorch.autograd.record import Const, Op, Opaque, Read, Ref, record_call, run
 from minitorch.autograd.watch import watch_ops
@@ -56,10 +59,6 @@ TRACE_TYPES = ("Slot", "Step", "Guard", "Trace", "READERS", "GuardFailed")
 DIAMONDS = 16
 DEEP_CHAIN = 800  # steps of two ops: a recursive walk of the trace overflows Python's stack
 TIME_BOUND = 1.0  # seconds for exercise 5 on the chain of diamonds (a correct answer: ~0.01 s)
-# Exercise 7: the replay of 180 small ops must be clearly faster than eager mode; a measurement
-# that does not show it is taken again, at most ATTEMPTS times in all.
-SPEEDUP_FLOOR = 1.2
-ATTEMPTS = 3
 
 
 # -------------------------------------------------------------------------------------------------
@@ -132,6 +131,59 @@ def _cases(seed: int, grads: bool = False) -> list[Case]:
 def _multi_output(x):
     y = x.sin()
     return y * 2, (y + x).sum()
+
+
+def _multi_output_ops(x):
+    """Ops with several outputs (one slot each, in order), some outputs never used."""
+    top, bottom = x.chunk(2, dim=0)
+    first, rest = x.split([1, x.shape[0] - 1], dim=0)
+    largest, _ = x.max(dim=1)
+    ordered, _ = x.sort(dim=1)
+    rows = x.unbind(0)
+    return (
+        (top * bottom).sum() + (first * rest[0]).sum() + largest.sum() + (ordered * rows[1]).sum()
+    )
+
+
+def _reordered_outputs(x):
+    """Outputs not in the order they were made: an input among them, one tensor twice."""
+    y = x.sin()
+    z = x.cos()
+    return z, x, y, z
+
+
+def _dead_step(x):
+    """A step whose result is never used, on a value that requires grad."""
+    unused = x.exp() * 2  # noqa: F841 (the point: backward never reaches it)
+    a, b = x.chunk(2, dim=0)  # b is never used either: it gets no gradient
+    return (a.tanh() * 3).sum()
+
+
+_BUFFER: list = []  # filled by _with_buffer's case: a captured tensor that needs no gradient
+
+
+def _with_buffer(x):
+    """A parameter that requires grad and a captured buffer that does not."""
+    weight, mask = _BUFFER
+    return ((x * weight).tanh() * mask).sum()
+
+
+def _float_reads(x):
+    """int() and bool() of floating tensors: the read value is not the tensor's item()."""
+    y = x * 1.5
+    for _ in range(int(x.abs().sum())):  # int of a float: truncated
+        y = y.sin()
+    if x.mean():  # bool of a float: True for any non-zero mean
+        y = y + 1.0
+    return y
+
+
+def _len_and_index(x):
+    """A len() read and an index read (range of an integer tensor)."""
+    y = x * len(x)
+    for _ in range((x > 1.0).sum()):
+        y = y.tanh()
+    return y
 
 
 def _branches(x):
@@ -366,6 +418,23 @@ def trace(answer: Any, seed: int) -> dict:
     cases = [(c.name, c.fn, c.make_inputs(gen), c.params) for c in _cases(seed)]
     cases.append(("a function returning two tensors", _multi_output, [_randn(gen, 3)], []))
     cases.append(("a function with branches", _branches, [_branch_inputs(gen, 1.0)], []))
+    rows = random.Random(seed).choice([4, 6])  # chunk(2) halves it
+    cases.append(
+        (
+            "ops with several outputs (chunk, split, max(dim), sort, unbind)",
+            _multi_output_ops,
+            [_randn(gen, rows, 3)],
+            [],
+        )
+    )
+    cases.append(
+        (
+            "a function returning (z, x, y, z): outputs out of order, its input, one twice",
+            _reordered_outputs,
+            [_randn(gen, 3)],
+            [],
+        )
+    )
     seen = {}
     for name, fn, inputs, params in cases:
         got = call_student(answer, fn, *inputs, call=f"trace(fn, ...) on {name}")
@@ -399,6 +468,17 @@ def replay(answer: Any, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     cases = _cases(seed, grads=True)
     cases.append(Case("two outputs", _multi_output, lambda g: [_randn(g, 3)], []))
+    cases.append(
+        Case(
+            "ops with several outputs (chunk, split, max(dim), sort, unbind)",
+            _multi_output_ops,
+            lambda g: [_randn(g, 4, 3)],
+            [],
+        )
+    )
+    cases.append(
+        Case("outputs (z, x, y, z)", _reordered_outputs, lambda g: [_randn(g, 3)], [])
+    )  # fmt: skip
     seen = {}
     for case in cases:
         recorded = _library_trace(case.fn, case.make_inputs(gen), ns)
@@ -419,17 +499,20 @@ def replay(answer: Any, seed: int) -> dict:
 # -------------------------------------------------------------------------------------------------
 # Exercise 3: input_mismatch
 # -------------------------------------------------------------------------------------------------
-# What each input must give: None, or a message with this word.
+# What each input must give: None, or a message with this word (and `input i`, naming the first
+# input that differs, where one does).
 MISMATCH_WORDS = {
     "inputs of the traced shapes and dtypes": None,
     "inputs of the traced shapes and dtypes that require grad": None,
-    "a transposed first input": "shape",
-    "a longer second input": "shape",
-    "a first input with an extra dimension of size 1": "shape",
-    "a float32 second input": "dtype",
-    "an int64 first input": "dtype",
-    "one input instead of two": "number",
-    "three inputs instead of two": "number",
+    "a transposed first input": ("shape", 0),
+    "a longer second input": ("shape", 1),
+    "a first input with an extra dimension of size 1": ("shape", 0),
+    "a float32 second input": ("dtype", 1),
+    "an int64 first input": ("dtype", 0),
+    "a transposed first input and a float32 second input": ("shape", 0),
+    "a float32 first input and a longer second input": ("dtype", 0),
+    "one input instead of two": ("number", None),
+    "three inputs instead of two": ("number", None),
 }
 
 
@@ -471,6 +554,14 @@ def input_mismatch(answer: Any, seed: int) -> dict:
         ],
         "a float32 second input": [a, minitorch.zeros(cols)],
         "an int64 first input": [minitorch.zeros(rows, cols, dtype=torch.int64), b],
+        "a transposed first input and a float32 second input": [
+            minitorch.zeros(cols, rows, dtype=F64),
+            minitorch.zeros(cols),
+        ],
+        "a float32 first input and a longer second input": [
+            minitorch.zeros(rows, cols),
+            minitorch.zeros(cols + 1, dtype=F64),
+        ],
         "one input instead of two": [a],
         "three inputs instead of two": [a, b, b],
     }
@@ -544,6 +635,26 @@ def replay_guarded(answer: Any, seed: int) -> dict:
     seen["an item() read that changed by 1e-10"] = _guarded(
         answer, recorded, [nudged], ns, "replay_guarded(trace, x)"
     )
+    example = _branch_inputs(gen, 1.0)
+    recorded = _library_trace(_float_reads, [example], ns)
+    again = minitorch.tensor(example.tolist(), dtype=F64)
+    again._data[0] += 0.01  # the same int() and bool() reads: int truncates, any mean is True
+    seen["int() and bool() of float tensors, read the same again"] = _guarded(
+        answer, recorded, [again], ns, "replay_guarded(trace, x)"
+    )
+    more = minitorch.tensor(example.tolist(), dtype=F64)
+    more._data[0] += 1.0  # int(x.abs().sum()) grows by one
+    seen["int() of a float tensor that changed"] = _guarded(
+        answer, recorded, [more], ns, "replay_guarded(trace, x)"
+    )
+    example = _branch_inputs(gen, 1.0, size=5)
+    recorded = _library_trace(_len_and_index, [example], ns)
+    seen["len() and index reads, read the same again"] = _guarded(
+        answer, recorded, [_branch_inputs(gen, 1.0, size=5)], ns, "replay_guarded(trace, x)"
+    )
+    seen["len() read that changed"] = _guarded(
+        answer, recorded, [_branch_inputs(gen, 1.0, size=6)], ns, "replay_guarded(trace, x)"
+    )
     for case in _cases(seed, grads=True):
         recorded = _library_trace(case.fn, case.make_inputs(gen), ns)
         call = f"replay_guarded on {case.name}"
@@ -581,6 +692,31 @@ def _gradient_cases(seed: int, gen: torch.Generator) -> list[tuple[str, Callable
     ):
         inputs, fresh = [_randn(gen, 3, requires_grad=True)], [_randn(gen, 3, requires_grad=True)]
         cases.append((name, fn, inputs, fresh, minitorch.tensor(1.0, dtype=F64)))
+    rows = random.Random(seed).choice([4, 6])  # chunk(2) halves it
+    for name, fn, shape in (
+        ("steps whose results are never used", _dead_step, (rows, 3)),
+        (
+            "ops with several outputs (chunk, split, max(dim), sort, unbind)",
+            _multi_output_ops,
+            (rows, 3),
+        ),
+    ):
+        inputs, fresh = (
+            [_randn(gen, *shape, requires_grad=True)],
+            [_randn(gen, *shape, requires_grad=True)],
+        )
+        cases.append((name, fn, inputs, fresh, minitorch.tensor(1.0, dtype=F64)))
+    _BUFFER[:] = [_randn(gen, 3, requires_grad=True), _randn(gen, 3)]
+    inputs, fresh = [_randn(gen, 3, requires_grad=True)], [_randn(gen, 3, requires_grad=True)]
+    cases.append(
+        (
+            "a captured parameter and a captured buffer that does not require grad",
+            _with_buffer,
+            inputs,
+            fresh,
+            minitorch.tensor(1.0, dtype=F64),
+        )
+    )
     return cases
 
 
@@ -631,13 +767,13 @@ def replay_with_gradients(answer: Any, seed: int) -> dict:
 # Exercise 6: cached
 # -------------------------------------------------------------------------------------------------
 class _Tools:
-    """The tracer and replayer handed to exercises 6 and 7 (minitorch's `record_call` and `run`),
-    and `fn` itself, wrapped to count their calls and time them."""
+    """The tracer and replayer handed to exercise 6 (minitorch's `record_call` and `run`), and
+    `fn` itself, wrapped to count their calls (and time them)."""
 
     def __init__(self, body: Callable) -> None:
         self.body = body
         self.traced = self.replayed = 0
-        self.eager: list[tuple[float, bool]] = []  # (seconds, recorded a graph) of each eager run
+        self.eager: list[float] = []  # seconds of each eager run
         self.replay_times: list[float] = []
         self._tracing = False
 
@@ -646,7 +782,7 @@ class _Tools:
             return self.body(*inputs)
         start = time.perf_counter()
         out = self.body(*inputs)
-        self.eager.append((time.perf_counter() - start, out.grad_fn is not None))
+        self.eager.append(time.perf_counter() - start)
         return out
 
     def tracer(self, fn: Callable, *inputs: Any) -> Any:
@@ -667,6 +803,11 @@ class _Tools:
 
 def _cached_fn(x):
     return (x * 2).tanh() + x.sum()
+
+
+def _cached_pair(a, b):
+    """Two inputs, two outputs."""
+    return (a * 2).tanh(), a.sum() + b.sum()
 
 
 def _signatures(rng: random.Random, limit: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
@@ -726,7 +867,36 @@ def cached(answer: Any, seed: int) -> dict:
         "eager runs of fn": len(tools.eager),
         "RuntimeWarnings": sum(1 for w in caught if issubclass(w.category, RuntimeWarning)),
     }
+    seen["two inputs, two outputs"] = _cached_pairs(answer, rng, gen)
     return seen
+
+
+def _cached_pairs(answer: Any, rng: random.Random, gen: torch.Generator) -> dict:
+    """cached on a function of two inputs with two outputs: calls whose signatures differ only
+    in the second input's shape or dtype, each twice (the limit is not reached)."""
+    tools = _Tools(_cached_pair)
+    call = call_student(
+        lambda: answer(tools.fn, 6, tracer=tools.tracer, replayer=tools.replayer),
+        call="cached(fn, limit=6, tracer, replayer) on fn(a, b) -> (y, z)",
+    )
+    expect(callable(call), f"cached(fn, limit) must return a function, not {call!r:.60}")
+    n, m = rng.randint(2, 4), rng.randint(2, 4)
+    signatures = [(n, m, F64), (n, m + 1, F64), (n, m, torch.float32)]
+    outputs = {}
+    for turn in ("first", "second"):
+        for rows, cols, dtype in signatures:
+            a, b = _randn(gen, rows), _randn(gen, cols, dtype=dtype)
+            what = (
+                f"call(a, b) with a of shape [{rows}], b of shape [{cols}] and {dtype}, {turn} time"
+            )
+            outputs[what] = plain(call_student(call, a, b, call=what))
+    return {
+        "outputs": outputs,
+        "traces in call.cache": len(getattr(call, "cache", {})),
+        "tracer calls": tools.traced,
+        "replayer calls": tools.replayed,
+        "eager runs of fn": len(tools.eager),
+    }
 
 
 # -------------------------------------------------------------------------------------------------
@@ -735,35 +905,102 @@ def cached(answer: Any, seed: int) -> dict:
 def _small_ops(x):
     for _ in range(60):
         x = (x * 1.01 + 0.1).tanh()
-    return x
+    return x.sum()
+
+
+class _StepTools:
+    """`fn`, a tracer and a replayer for exercise 7, which note when the answer calls them.
+
+    An eager step runs from a call of `fn` to the answer's next call of `fn` or of the replayer
+    (or to its return), provided its backward reached the input in between (a hook on the
+    input): that is the step the answer timed, plus the answer's own bookkeeping between two
+    calls, so a busy moment inflates the answer's time and the grader's alike. A call of `fn`
+    whose backward never runs is not an eager step. The tracer is `minitorch.jit.trace` (run
+    once, so that no replay is a recording), and the replayer runs its replay forward and
+    backward (`autograd.grad`), timed inside."""
+
+    def __init__(self, body: Callable, x: Any) -> None:
+        self.body = body
+        self.traced = self.replayed = 0
+        self.events: list[tuple[str, float]] = []  # ("start" | "reached" | "next", time)
+        self.graphs: list[bool] = []  # whether each eager call recorded a graph
+        self.replay_times: list[float] = []
+        self._quiet = False  # the tracer's and the replayer's own backward: not eager steps
+        x.register_hook(self._reached)
+
+    def _reached(self, grad: Any) -> None:
+        if not self._quiet:
+            self.events.append(("reached", time.perf_counter()))
+
+    def fn(self, *inputs: Any) -> Any:
+        self.events.append(("start", time.perf_counter()))
+        out = self.body(*inputs)
+        self.graphs.append(getattr(out, "grad_fn", None) is not None)
+        return out
+
+    def tracer(self, fn: Callable, *inputs: Any) -> Any:
+        self.events.append(("next", time.perf_counter()))
+        self.traced += 1
+        jitted = minitorch.jit.trace(self.body)
+        self._quiet = True
+        try:
+            jitted(*inputs)  # the first call records the trace
+        finally:
+            self._quiet = False
+        return jitted
+
+    def replayer(self, recorded: Any, inputs: Any, grad_output: Any) -> tuple:
+        self.events.append(("next", time.perf_counter()))
+        self.replayed += 1
+        self._quiet = True
+        try:
+            start = time.perf_counter()
+            out = recorded(*inputs)
+            wanted = [t for t in inputs if t.requires_grad]
+            grads = minitorch.autograd.grad(out, wanted, grad_output)
+            self.replay_times.append(time.perf_counter() - start)
+        finally:
+            self._quiet = False
+        return out, dict(enumerate(grads))
+
+    def eager_steps(self) -> list[float]:
+        """The time of each eager step (see the class): a call of fn whose backward ran, up to
+        the next call the answer made (the answer's return is the last "next" event)."""
+        steps, started, reached = [], None, False
+        for what, when in self.events:
+            if what == "reached":
+                reached = started is not None
+                continue
+            if started is not None and reached:
+                steps.append(when - started)
+            started, reached = (when, False) if what == "start" else (None, False)
+        return steps
 
 
 @hidden_test("replay_speedup")
 def replay_speedup(answer: Any) -> dict:
     """Exercise 7: the ratio returned, and the grader's own measurement of the same calls: the
-    best eager time over the best replay time of the calls the answer made to fn and replayer.
-
-    Timings are noisy on a busy machine: when that measurement shows no clear speed-up, the
-    answer is run again (at most ATTEMPTS times), and the last attempt is returned."""
+    best eager step (forward and backward) over the best replay of the calls the answer made.
+    Both are taken from the very calls the answer timed, so a busy machine slows both alike
+    (benchmarks/load_timing_static_vs_dynamic.py grades the reference under load)."""
     check_callable(answer, "replay_speedup")
-    for _ in range(ATTEMPTS):
-        tools = _Tools(_small_ops)
-        x = minitorch.randn(10, dtype=F64, requires_grad=True)
-        run_answer = functools.partial(
-            answer, tools.fn, x, tracer=tools.tracer, replayer=tools.replayer
-        )
-        got = call_student(run_answer, call="replay_speedup(fn, x, tracer, replayer)")
-        expect(isinstance(got, float), f"return the ratio as a float, not {type(got).__name__}")
-        eager = [seconds for seconds, _ in tools.eager]
-        measured = min(eager) / min(tools.replay_times) if eager and tools.replay_times else None
-        if measured is None or measured > SPEEDUP_FLOOR:
-            break
+    x = minitorch.randn(10, dtype=F64, requires_grad=True)
+    tools = _StepTools(_small_ops, x)
+    run_answer = functools.partial(
+        answer, tools.fn, x, tracer=tools.tracer, replayer=tools.replayer
+    )
+    got = call_student(run_answer, call="replay_speedup(fn, x, tracer, replayer)")
+    tools.events.append(("next", time.perf_counter()))  # the answer returned
+    expect(isinstance(got, float), f"return the ratio as a float, not {type(got).__name__}")
+    steps = tools.eager_steps()
+    measured = min(steps) / min(tools.replay_times) if steps and tools.replay_times else None
     return {
         "ratio returned": float(got),
-        "eager time / replay time, measured on its calls": measured,
+        "eager step time / replay time, measured on its calls": measured,
         "tracer calls": tools.traced,
-        "eager calls": len(eager),
-        "eager calls that recorded no graph": sum(1 for _, graph in tools.eager if not graph),
+        "eager calls": len(tools.graphs),
+        "eager calls that recorded no graph": tools.graphs.count(False),
+        "eager calls whose backward ran": len(steps),
         "replayer calls": tools.replayed,
     }
 
@@ -780,3 +1017,23 @@ def predict_tracing(answer: Any) -> dict:
         guess = predictions[key]
         expect(isinstance(guess, bool), f"snippet {key!r}: predict True or False, not {guess!r}")
     return {key: predictions[key] for key in snippets}
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 9: predict_deployment (partial credit, judged in judge.py)
+# -------------------------------------------------------------------------------------------------
+@hidden_test("predict_deployment")
+def predict_deployment(answer: Any) -> dict:
+    """Exercise 9: the set of routes the student predicts for every snippet (as a sorted list)."""
+    shared = given("static_vs_dynamic")
+    snippets, routes = shared["DEPLOY_SNIPPETS"], shared["ROUTES"]
+    predictions = predictions_for(answer, "predict_deployment", snippets, "snippet")
+    for key in snippets:
+        guess = predictions[key]
+        expect(
+            isinstance(guess, (set, frozenset)),
+            f"snippet {key!r}: predict a set of routes, not {type(guess).__name__}",
+        )
+        unknown = [r for r in guess if r not in routes]
+        expect(not unknown, f"snippet {key!r}: the routes are {routes}, not {unknown!r:.60}")
+    return {key: sorted(predictions[key]) for key in snippets}

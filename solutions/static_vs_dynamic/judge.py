@@ -6,8 +6,13 @@ of the notebook's own answers (`expected`). They never see a student object.
 from __future__ import annotations
 
 import functools
+import io
+import linecache
+import logging
 import math
+import re
 import warnings
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 import torch
@@ -15,12 +20,13 @@ import torch
 from solutions.grading import Failure
 from solutions.judging import difference, is_tensor, partial
 from solutions.reference_cells import given
-from solutions.static_vs_dynamic.grade import MISMATCH_WORDS, SPEEDUP_FLOOR
+from solutions.static_vs_dynamic.grade import MISMATCH_WORDS
 
-PREDICTION_POINTS = 2  # exercise 8's points: a test checks the notebook agrees
+PREDICTION_POINTS = 1  # exercise 8's points: a test checks the notebook agrees
+DEPLOYMENT_POINTS = 2  # exercise 9's points
 OUTPUT_TOLERANCE = 1e-10  # a replay runs the very ops eager mode runs
 GRADIENT_TOLERANCE = 1e-9
-SPEEDUP_FACTOR = 2.0  # the student's ratio must be within this factor of the grader's own
+SPEEDUP_FACTOR = 1.5  # the student's ratio must be within this factor of the grader's own
 
 
 def fail(message: str) -> None:
@@ -200,16 +206,24 @@ def replay(observed: dict, expected: dict) -> None:
 # Exercise 3: input_mismatch
 # -------------------------------------------------------------------------------------------------
 def input_mismatch(observed: dict, expected: dict) -> None:
-    """Exercise 3: None for matching inputs, a message with the right word for each mismatch."""
-    for name, word in MISMATCH_WORDS.items():
+    """Exercise 3: None for matching inputs; for each mismatch a message with the right word,
+    naming the first input that differs as `input i`."""
+    for name, want in MISMATCH_WORDS.items():
         got = observed[name]
-        if word is None:
+        if want is None:
             if got is not None:
                 fail(f"{name} must give None, not {got!r}")
-        elif not isinstance(got, str):
+            continue
+        word, index = want
+        if not isinstance(got, str):
             fail(f"{name} must give a message (a str), not {show(got)}")
-        elif word not in got:
+        if word not in got:
             fail(f"the message for {name} should say {word!r}: {got!r}")
+        if index is not None and not re.search(rf"\binput {index}\b", got):
+            fail(
+                f"the message for {name} should name the first input that differs, "
+                f"'input {index}': {got!r}"
+            )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -284,8 +298,20 @@ def replay_with_gradients(observed: dict, expected: dict) -> None:
 # -------------------------------------------------------------------------------------------------
 # Exercise 6: cached
 # -------------------------------------------------------------------------------------------------
+def same_output(got: Any, want: Any) -> bool:
+    """A call's output equals eager's: one tensor, or a tuple of tensors (lists here)."""
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(close(g, w, OUTPUT_TOLERANCE) for g, w in zip(got, want))
+        )
+    return close(got, want, OUTPUT_TOLERANCE)
+
+
 def cached(observed: dict, expected: dict) -> None:
-    """Exercise 6: one trace per signature, a replay for every call, the limit and its warning."""
+    """Exercise 6: one trace per signature, a replay for every call, the limit and its warning;
+    the same on a function of two inputs with two outputs."""
     got, want = observed["within the limit"], expected["within the limit"]
     limit = want["traces in call.cache"]
     for what, output in want["outputs"].items():
@@ -320,38 +346,64 @@ def cached(observed: dict, expected: dict) -> None:
             "warn once (a RuntimeWarning) when the limit is first reached, not "
             f"{got['RuntimeWarnings']} times"
         )
+    got, want = observed["two inputs, two outputs"], expected["two inputs, two outputs"]
+    where = "on fn(a, b) returning two tensors"
+    for what, output in want["outputs"].items():
+        if not same_output(got["outputs"][what], output):
+            fail(
+                f"{where}: {what} did not return fn's answer, a tuple of two tensors "
+                f"({show(got['outputs'][what])})"
+            )
+    if (
+        got["traces in call.cache"] != want["traces in call.cache"]
+        or got["tracer calls"] != (want["tracer calls"])
+    ):
+        fail(
+            f"{where}: {want['traces in call.cache']} signatures (a signature has the shape and "
+            f"dtype of every input) should make {want['traces in call.cache']} traces, not "
+            f"{got['traces in call.cache']} traces from {got['tracer calls']} tracer calls"
+        )
+    if got["replayer calls"] != want["replayer calls"] or got["eager runs of fn"]:
+        fail(f"{where}: every call within the limit replays the trace of its signature")
 
 
 # -------------------------------------------------------------------------------------------------
 # Exercise 7: replay_speedup
 # -------------------------------------------------------------------------------------------------
 def replay_speedup(observed: dict, expected: dict) -> None:
-    """Exercise 7: the ratio is a speed-up and agrees, within a factor of 2, with the grader's
-    own measurement of the calls the answer made (timings differ from run to run, so `expected`
-    is not compared)."""
+    """Exercise 7: forward and backward timed on both sides, and a ratio that agrees, within a
+    factor of 1.5, with the grader's own measurement of the very calls the answer made (timings
+    differ from run to run, so `expected` is not compared)."""
     got = observed["ratio returned"]
-    measured = observed["eager time / replay time, measured on its calls"]
+    measured = observed["eager step time / replay time, measured on its calls"]
     if observed["tracer calls"] != 1:
         fail(
             f"fn was traced {observed['tracer calls']} times: trace it once, before timing "
             "(tracing is not part of a replay)"
         )
-    if not observed["eager calls"] or not observed["replayer calls"] or measured is None:
-        fail("time fn(*inputs) and replayer(trace, *inputs), each `repeat` times")
+    if not observed["eager calls"] or not observed["replayer calls"]:
+        fail("time fn(*inputs) with its backward and replayer(trace, inputs, grad_output)")
     if observed["eager calls that recorded no graph"]:
         fail(
             "time eager calls with the graph recorded as usual (grad mode on, the inputs as "
-            "given): that is what a replay saves"
+            "given), then its backward: that is the training step a replay replaces"
         )
-    if not got > SPEEDUP_FLOOR:
+    if not observed["eager calls whose backward ran"] or measured is None:
         fail(
-            f"your ratio is {got:.2f}, but the replay of 180 small ops is about {measured:.1f}x "
-            "as fast as eager here: return eager time / replay time, and time only the replay"
+            "the eager side was timed forward only: the replayer runs forward and backward, so "
+            "time eager forward and backward together against it, or the ratio compares a "
+            "forward pass with a training step"
+        )
+    if got < 1 < measured and abs(math.log(got * measured)) < math.log(SPEEDUP_FACTOR):
+        fail(
+            f"your ratio is {got:.2f}, but the grader's replay is about {measured:.1f}x as fast "
+            "as eager on these calls: return eager time / replay time"
         )
     if abs(math.log(got / measured)) >= math.log(SPEEDUP_FACTOR):
         fail(
             f"your ratio {got:.2f} is far from the grader's own measurement of your calls, "
-            f"{measured:.2f}: use the best (smallest) time of each"
+            f"{measured:.2f} (eager forward + backward / replay): time forward and backward "
+            "inside the same timer, and use the best (smallest) time of each"
         )
 
 
@@ -381,3 +433,63 @@ def predict_tracing(observed: dict, expected: dict) -> tuple[float, str]:
     wrong = [repr(k) for k, code in snippets.items() if observed[k] != traces_correctly(code)]
     hint = "Trace those snippets yourself and compare."
     return partial(wrong, len(snippets), PREDICTION_POINTS, hint)
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 9: predict_deployment (partial credit)
+# -------------------------------------------------------------------------------------------------
+DEPLOY_EXAMPLE = (1.0, 1.0, 1.0)  # what each route is built from: torch.ones(3)
+DEPLOY_INPUT = (-1.0, -2.0, 1.5)  # what it is then called on: the same shape, other values
+
+
+def _snippet_function(code: str) -> Any:
+    """The snippet's `f`, with its source findable (torch.jit.script reads it via linecache)."""
+    filename = f"<deployment snippet {abs(hash(code))}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    namespace: dict[str, Any] = {"torch": torch, "__name__": "snippet"}
+    exec(compile(code, filename, "exec"), namespace)
+    return namespace["f"]
+
+
+@functools.cache
+def deploys_correctly(code: str, route: str) -> bool:
+    """Whether `route` ("trace", "script" or "export") built from torch.ones(3) gives the
+    snippet's own answer on another input of that shape (an error counts as no)."""
+    f = _snippet_function(code)
+    example, x = torch.tensor(DEPLOY_EXAMPLE), torch.tensor(DEPLOY_INPUT)
+
+    class Module(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return f(x)
+
+    quiet = io.StringIO()  # export prints the graph it gave up on; whether it did is the answer
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), redirect_stdout(quiet), redirect_stderr(quiet):
+            warnings.simplefilter("ignore")  # deprecation and tracer warnings: not the question
+            if route == "trace":
+                built = torch.jit.trace(f, example)
+            elif route == "script":
+                built = torch.jit.script(f)
+            else:
+                built = torch.export.export(Module(), (example,)).module()
+            return bool(torch.equal(built(x), f(x)))
+    except Exception:
+        return False
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def predict_deployment(observed: dict, expected: dict) -> tuple[float, str]:
+    """Exercise 9: an equal share of the points per (snippet, route) predicted right, the truth
+    being what each route does with the snippet in this PyTorch."""
+    shared = given("static_vs_dynamic")
+    snippets, routes = shared["DEPLOY_SNIPPETS"], shared["ROUTES"]
+    wrong = [
+        f"{key!r} {route}"
+        for key, code in snippets.items()
+        for route in routes
+        if (route in observed[key]) != deploys_correctly(code, route)
+    ]
+    hint = "Build those routes yourself and call them on the other input."
+    return partial(wrong, len(snippets) * len(routes), DEPLOYMENT_POINTS, hint)

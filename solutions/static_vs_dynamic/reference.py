@@ -6,7 +6,8 @@ executed here by `reference_cells.load` (see NOTE [Notebook sources] in course/b
 imports below are the ones the notebook's setup cell makes.
 """
 
-import time  # noqa: F401 (the notebook's imports, in scope for every answer cell)
+import operator  # noqa: F401 (the notebook's imports, in scope for every answer cell)
+import time  # noqa: F401
 import warnings  # noqa: F401
 from dataclasses import dataclass, field  # noqa: F401
 

@@ -5,8 +5,8 @@ replacement for that exercise's answer cell (it may use what the notebook define
 the setup imports, the trace classes and earlier answers such as `trace` and `replay`).
 
 Exercises 6 and 7 take the tracer and the replayer as arguments (by default the student's own
-`trace` and `replay`); their graders pass the reference versions, so a wrong exercise 1 or 2
-costs only its own points.
+`trace` and `replay`, or `replay_with_gradients` for exercise 7); their graders pass their own,
+so a wrong exercise 1, 2 or 5 costs only its own points.
 """
 
 from __future__ import annotations
@@ -102,6 +102,10 @@ def replay_with_gradients(trace, inputs, grad_output):
         out_grads = [None if s is None else grads.pop(s, None) for s in step.outputs]
         if not any(flags) or all(g is None for g in out_grads):
             continue
+        out_grads = [
+            minitorch.zeros_like(values[s]) if g is None and s is not None else g
+            for s, g in zip(step.outputs, out_grads)
+        ]
         results = step.function.backward(ctx, *out_grads)
         results = results if isinstance(results, tuple) else (results,)
         for arg, flag, grad in zip(step.args, flags, results):
@@ -217,19 +221,28 @@ def _cached(
 _SPEEDUP = """\
 def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
     tracer = tracer or trace
-    replayer = replayer or replay
+    replayer = replayer or replay_with_gradients
     recorded = tracer(fn, *inputs)
-
-    def best_time(run):
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-{body}
+    grad_output = minitorch.ones_like(fn(*inputs))
+    eager = replayed = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        {eager}
+        eager = min(eager, time.perf_counter() - start)
+        start = time.perf_counter()
+        {replay}
+        replayed = min(replayed, time.perf_counter() - start)
+    return {ratio}
 """
+
+
+def _speedup(
+    eager: str = "fn(*inputs).backward(grad_output)",
+    replay: str = "replayer(recorded, list(inputs), grad_output)",
+    ratio: str = "eager / replayed",
+) -> str:
+    return _SPEEDUP.format(eager=eager, replay=replay, ratio=ratio)
+
 
 _RIGHT_PREDICTIONS = {
     "a": True,
@@ -243,6 +256,22 @@ _RIGHT_PREDICTIONS = {
     "i": True,
     "k": False,
 }
+
+
+_RIGHT_DEPLOYMENT = {
+    "a": {"trace", "script", "export"},
+    "b": {"script"},
+    "c": {"export"},
+    "d": {"trace", "script", "export"},
+    "e": {"script"},
+    "f": {"script", "export"},
+}
+
+
+def _deployment(**changes: set) -> str:
+    answer = {key: sorted(routes) for key, routes in {**_RIGHT_DEPLOYMENT, **changes}.items()}
+    lines = ",\n".join(f"        {key!r}: set({routes!r})" for key, routes in answer.items())
+    return f"def predict_deployment():\n    return {{\n{lines},\n    }}\n"
 
 
 def _predictions(**changes: object) -> str:
@@ -288,6 +317,54 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
                 ),
             ),
             "a function that returns two tensors keeps only the first",
+        ),
+        WrongAnswer(
+            "one_slot_per_op",
+            _trace(
+                _ON_OP.replace(
+                    "        outs = [slot_of(o) if isinstance(o, minitorch.Tensor) else None "
+                    "for o in outputs]\n",
+                    "        outs = [slot_of(outputs[0])]\n",
+                )
+            ),
+            "one slot per op: the second output of chunk, sort or max(dim) gets none",
+        ),
+        WrongAnswer(
+            "outputs_in_slot_order",
+            _trace(
+                _ON_OP,
+                tail=_TRACE_TAIL.replace(
+                    "result.outputs = [slots[id(o)] for o in outs]",
+                    "result.outputs = sorted(slots[id(o)] for o in outs)",
+                ),
+            ),
+            "the returned slots sorted: outputs that were made in another order are swapped",
+        ),
+        WrongAnswer(
+            "outputs_without_repeats",
+            _trace(
+                _ON_OP,
+                tail=_TRACE_TAIL.replace(
+                    "result.outputs = [slots[id(o)] for o in outs]",
+                    "result.outputs = list(dict.fromkeys(slots[id(o)] for o in outs))",
+                ),
+            ),
+            "a tensor returned twice is listed once",
+        ),
+        WrongAnswer(
+            "outputs_among_op_results",
+            _trace(
+                _ON_OP.replace(
+                    "        result.steps.append(Step(function, described, outs))\n",
+                    "        result.steps.append(Step(function, described, outs))\n"
+                    "        made.update((id(o), s) for o, s in zip(outputs, outs))\n",
+                ),
+                tail=_TRACE_TAIL.replace(
+                    "result.outputs = [slots[id(o)] for o in outs]",
+                    "result.outputs = [made[id(o)] for o in outs]",
+                ),
+            ).replace("    alive = []\n", "    alive = []\n    made = {}\n"),
+            "outputs looked up among the ops' results only: a returned input is not found",
         ),
     ],
     "ex2_replay": [
@@ -337,6 +414,17 @@ WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
             )
             .format(guard="continue"),
             "records a graph for every op, then detaches the outputs: the cost is already paid",
+        ),
+        WrongAnswer(
+            "first_output_per_op",
+            "def replay(trace, *inputs):\n"
+            + _REPLAY_LOOP.replace(
+                "            for slot, out in zip(step.outputs, outs):\n"
+                "                if slot is not None:\n"
+                "                    values[slot] = out\n",
+                "            values[step.outputs[0]] = outs[0]\n",
+            ).format(guard="continue"),
+            "stores only an op's first output: the second half of a chunk is missing",
         ),
     ],
     "ex3_input_mismatch": [
@@ -405,6 +493,22 @@ def input_mismatch(trace, *inputs):
     return None
 """,
             "ignores dimensions of size 1: a [4, 6, 1] input replays a [4, 6] trace",
+        ),
+        WrongAnswer(
+            "last_mismatch_reported",
+            """\
+def input_mismatch(trace, *inputs):
+    if len(inputs) != len(trace.input_meta):
+        return "wrong number of inputs"
+    message = None
+    for i, (t, (shape, dtype)) in enumerate(zip(inputs, trace.input_meta)):
+        if t.shape != shape:
+            message = f"input {i}: shape {list(t.shape)} instead of {list(shape)}"
+        elif t.dtype != dtype:
+            message = f"input {i}: dtype {t.dtype} instead of {dtype}"
+    return message
+""",
+            "checks every input and reports the last mismatch, not the first",
         ),
     ],
     "ex4_replay_guarded": [
@@ -479,6 +583,16 @@ def replay_guarded(trace, *inputs):
 """,
             "runs the ops after a failed guard (the wrong branch's ops) before raising",
         ),
+        WrongAnswer(
+            "item_for_every_read",
+            "def replay_guarded(trace, *inputs):\n"
+            + _REPLAY_LOOP.format(
+                guard="if values[step.slot].item() != step.value:\n"
+                "                    raise GuardFailed('changed')\n"
+                "                continue"
+            ),
+            "reads every guard with item(): int() and bool() of a float tensor read otherwise",
+        ),
     ],
     "ex5_replay_with_gradients": [
         WrongAnswer(
@@ -547,6 +661,34 @@ def replay_with_gradients(trace, inputs, grad_output):
             "each path from the "
             "output followed separately: exponential time on a chain of diamonds",
         ),  # fmt: skip
+        WrongAnswer(
+            "dead_steps_not_skipped",
+            _gradients()
+            .replace(
+                "        if not any(flags) or all(g is None for g in out_grads):\n",
+                "        if not any(flags):\n",
+            )
+            .replace("g is None and s is not None", "False"),
+            "calls the backward of a step whose outputs got no gradient, with None",
+        ),
+        WrongAnswer(
+            "first_output_gradient_only",
+            _gradients().replace(
+                "[None if s is None else grads.pop(s, None) for s in step.outputs]",
+                "[grads.pop(step.outputs[0], None)] + [None] * (len(step.outputs) - 1)",
+            ),
+            "passes backward only the first output's gradient: chunk's other half is lost",
+        ),
+        WrongAnswer(
+            "captured_always_need_grad",
+            _gradients()
+            .replace(
+                "{slot: t.requires_grad for slot, t in values.items()}",
+                "{s: t.requires_grad or s in trace.captured for s, t in values.items()}",
+            )
+            .replace(" and values[s].requires_grad}", "}"),
+            "every captured tensor treated as a parameter: a buffer gets a gradient",
+        ),
     ],
     "ex6_cached": [
         WrongAnswer(
@@ -590,35 +732,53 @@ def replay_with_gradients(trace, inputs, grad_output):
             ),
             "traces again on every call: the cost a cache should save",
         ),
+        WrongAnswer(
+            "first_input_signature",
+            _cached(signature="(tuple(inputs[0].shape), inputs[0].dtype)"),
+            "the signature of the first input only: a second input of another shape replays it",
+        ),
+        WrongAnswer(
+            "first_output_only",
+            _cached().replace(
+                "        return outputs[0] if len(outputs) == 1 else outputs\n",
+                "        return outputs[0]\n",
+            ),
+            "returns the first output of a function that returns two",
+        ),
     ],
     "ex7_replay_speedup": [
         WrongAnswer(
             "tracing_timed",
-            _SPEEDUP.format(
-                body="    eager = best_time(lambda: fn(*inputs))\n"
-                "    replayed = best_time(lambda: replayer(tracer(fn, *inputs), *inputs))\n"
-                "    return eager / replayed"
-            ),
+            _speedup(replay="replayer(tracer(fn, *inputs), list(inputs), grad_output)"),
             "traces again inside the timed replay",
         ),
         WrongAnswer(
             "inverted",
-            _SPEEDUP.format(
-                body="    eager = best_time(lambda: fn(*inputs))\n"
-                "    replayed = best_time(lambda: replayer(recorded, *inputs))\n"
-                "    return replayed / eager"
-            ),
+            _speedup(ratio="replayed / eager"),
             "replay time / eager time",
-        ),
+        ),  # fmt: skip
         WrongAnswer(
             "eager_without_graph",
-            _SPEEDUP.format(
-                body="    with minitorch.no_grad():\n"
-                "        eager = best_time(lambda: fn(*inputs))\n"
-                "    replayed = best_time(lambda: replayer(recorded, *inputs))\n"
-                "    return eager / replayed"
+            _speedup(
+                eager="with minitorch.no_grad():\n            fn(*inputs)",
             ),
-            "eager measured without recording its graph: not what a replay saves",
+            "eager measured without recording its graph (and without backward)",
+        ),
+        WrongAnswer(
+            "forward_only",
+            _speedup(eager="fn(*inputs)"),
+            "eager timed forward only, against a replay that runs forward and backward",
+        ),
+        WrongAnswer(
+            "backward_untimed",
+            _speedup().replace(
+                "        fn(*inputs).backward(grad_output)\n"
+                "        eager = min(eager, time.perf_counter() - start)\n",
+                "        out = fn(*inputs)\n"
+                "        eager = min(eager, time.perf_counter() - start)\n"
+                "        out.backward(grad_output)\n",
+            ),
+            "the backward runs, but outside the eager timer",
         ),
     ],
     "ex8_predict_tracing": [
@@ -633,6 +793,23 @@ def replay_with_gradients(trace, inputs, grad_output):
         WrongAnswer(
             "len_is_recorded", _predictions(e=True, k=True), "len() and item() become constants"
         ),  # fmt: skip
+    ],
+    "ex9_predict_deployment": [
+        WrongAnswer(
+            "script_keeps_everything",
+            _deployment(c={"script", "export"}),
+            "scripting compiles any Python, torch.cond included",
+        ),
+        WrongAnswer(
+            "export_keeps_branches",
+            _deployment(b={"script", "export"}, e={"script", "export"}),
+            "export keeps a Python branch or loop on a value, as torch.compile does",
+        ),
+        WrongAnswer(
+            "trace_sees_item",
+            _deployment(f={"trace", "script", "export"}),
+            "item() is recorded by a trace",
+        ),
     ],
 }
 
@@ -814,6 +991,10 @@ def replay_with_gradients(trace, inputs, grad_output):
         grads = [sum(pending.pop(s)) if s in pending else None for s in step.outputs]
         if all(g is None for g in grads) or not any(needs):
             continue
+        grads = [
+            values[s] * 0 if g is None and s is not None else g
+            for s, g in zip(step.outputs, grads)
+        ]
         back = step.function.backward(ctx, *grads)
         back = back if isinstance(back, tuple) else (back,)
         for a, need, g in zip(step.args, needs, back):
@@ -873,38 +1054,60 @@ def cached(fn, limit=3, tracer=None, replayer=None):
     ],
     "ex7_replay_speedup": [
         WrongAnswer(
-            "timeit",
+            "timeit_two_loops",
             """\
 import timeit
 
 
 def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
     recorded = (tracer or trace)(fn, *inputs)
-    run_replay = replayer or replay
-    eager = min(timeit.repeat(lambda: fn(*inputs), number=1, repeat=repeat))
-    replayed = min(timeit.repeat(lambda: run_replay(recorded, *inputs), number=1, repeat=repeat))
+    run_replay = replayer or replay_with_gradients
+    ones = minitorch.ones_like(fn(*inputs))
+    eager = min(timeit.repeat(lambda: fn(*inputs).backward(ones), number=1, repeat=repeat))
+    replayed = min(
+        timeit.repeat(lambda: run_replay(recorded, list(inputs), ones), number=1, repeat=repeat)
+    )
     return eager / replayed
 """,
-            "timeit instead of perf_counter",
+            "timeit, one side after the other instead of taking turns",
         ),
         WrongAnswer(
-            "nanoseconds",
+            "autograd_grad_nanoseconds",
             """\
 def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
     recorded = (tracer or trace)(fn, *inputs)
-    run_replay = replayer or replay
+    run_replay = replayer or replay_with_gradients
+    grad_output = minitorch.ones_like(fn(*inputs))
     eager, replayed = [], []
     for _ in range(repeat):
         start = time.perf_counter_ns()
-        fn(*inputs)
+        loss = fn(*inputs)
+        minitorch.autograd.grad(loss, list(inputs), grad_output)
         eager.append(time.perf_counter_ns() - start)
-    for _ in range(repeat):
         start = time.perf_counter_ns()
-        run_replay(recorded, *inputs)
+        run_replay(recorded, list(inputs), grad_output)
         replayed.append(time.perf_counter_ns() - start)
     return min(eager) / min(replayed)
 """,
-            "perf_counter_ns, loops written out",
+            "perf_counter_ns, autograd.grad instead of backward",
+        ),
+    ],
+    "ex9_predict_deployment": [
+        WrongAnswer(
+            "routes_written_out",
+            """\
+def predict_deployment():
+    everywhere = set(ROUTES)
+    return {
+        "a": everywhere,
+        "b": {"script"},
+        "c": {"export"},
+        "d": everywhere,
+        "e": {"script"},
+        "f": everywhere - {"trace"},
+    }
+""",
+            "sets built from ROUTES",
         ),
     ],
     "ex8_predict_tracing": [
