@@ -13,6 +13,7 @@ The slow routes run with --hub; the refusals (one `error:` line naming the fix) 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import secrets
 import shutil
@@ -181,3 +182,36 @@ def test_hub_names_a_python_folder_closed_to_its_users() -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert f"{venv} is not open to other users (chmod o+rx {venv})" in lines[0], lines[0]
+
+
+FOLDERS = """
+import json, sys
+from pathlib import Path
+from solutions.instructor.python_view import python_folders
+from solutions.instructor.student_server import shown_in_repository
+repository = Path(sys.argv[1])
+print(json.dumps({
+    "sandbox": [str(f) for f in python_folders(hidden=[repository])],
+    "hub": [str(f) for f in python_folders()],
+    "student": [str(f) for f in shown_in_repository(repository)],
+}))
+"""
+
+
+def test_one_list_of_python_folders_for_every_view(repository_venv: tuple[Path, Path]) -> None:
+    """A venv in the clone, with the clone's tests/ and the clone itself on PYTHONPATH: every
+    view shows the venv; the sandbox shows no other folder of the clone, and a student's
+    server nothing of it but minitorch/ and the venv."""
+    python, _ = repository_venv
+    venv = python.parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "tests"), str(REPO_ROOT)])}
+    done = subprocess.run(
+        [str(python), "-c", FOLDERS, str(REPO_ROOT)], cwd="/", env=env, capture_output=True,
+        text=True, timeout=120, check=True,
+    )  # fmt: skip
+    views = json.loads(done.stdout)
+    assert str(venv) in views["sandbox"] and str(sys.base_prefix) in views["sandbox"], views
+    assert not any(Path(f).is_relative_to(REPO_ROOT / "tests") for f in views["sandbox"]), views
+    assert str(REPO_ROOT) not in views["sandbox"], views
+    assert str(REPO_ROOT) in views["hub"], views  # PYTHONPATH names it: the hub shows it
+    assert views["student"] == ["minitorch", str(venv.relative_to(REPO_ROOT))], views

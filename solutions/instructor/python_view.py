@@ -22,8 +22,10 @@ NOTE [Python view]
     `command_path` puts the interpreter's own bin folders first on each view's PATH, so a
     venv's commands (nbgrader runs `alembic`) are found without activating it.
     The working directory (sys.path's first entry under `python -m`) is not on the list: it is
-    where the command was typed, not what it imports. Neither is anything under
-    `hidden`: the grading sandbox passes the repository, whose graders a student must not see.
+    where the command was typed, not what it imports. Neither is an import-path folder under
+    `hidden`: the grading sandbox passes the repository, whose graders a student must not see
+    (a venv inside it is still shown; a Python that holds the repository is refused by the
+    sandbox's pre-flight).
 """
 
 from __future__ import annotations
@@ -37,19 +39,20 @@ from pathlib import Path
 def python_folders(hidden: Iterable[Path] = ()) -> list[Path]:
     """The folders a restricted view must show for this interpreter to run and import what it
     imports here, outermost only (a folder inside another listed one is left out), sorted.
-    Folders under `hidden` are left out; folders that do not exist are skipped."""
+    Import-path folders under `hidden` are left out (the interpreter's own prefixes are not:
+    a venv in the clone is shown, the clone is not); folders that do not exist are skipped."""
     hidden = [Path(os.path.realpath(folder)) for folder in hidden]
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    candidates.update(entry for entry in sys.path if entry)
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     here = Path.cwd()
     folders = set()
-    for candidate in candidates:
-        path = Path(os.path.abspath(candidate))
+    for entry in [*prefixes, *filter(None, sys.path)]:
+        path = Path(os.path.abspath(entry))
         if path.is_file():  # a zip on the import path: show the folder it is in
             path = path.parent
         if not path.is_dir() or path in (Path("/"), here):
             continue
-        if any(path.is_relative_to(folder) for folder in hidden):
+        real = Path(os.path.realpath(path))
+        if entry not in prefixes and any(real.is_relative_to(folder) for folder in hidden):
             continue
         folders.add(path)
     return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))

@@ -31,11 +31,11 @@ CLONE_NEWNS = 0x00020000
 
 def shown_in_repository(repository: Path) -> list[Path]:
     """What a student sees of `repository`: minitorch/, and the folders of the running Python
-    that live inside it (a venv in the clone; NOTE [Python view]), relative to it. The
-    repository itself is never one of them, even when it is on the import path."""
+    that live inside it (a venv in the clone; NOTE [Python view]), relative to it. Folders of
+    the clone on the import path (the clone itself, its tests/) are not among them."""
     repository = Path(os.path.realpath(repository))
-    inside = [f for f in python_folders() if f.resolve().is_relative_to(repository)]
-    inside = [f for f in inside if f.resolve() != repository]
+    folders = python_folders(hidden=[repository])  # import-path folders of the clone left out
+    inside = [f for f in folders if f.resolve().is_relative_to(repository)]
     return [Path("minitorch"), *(f.resolve().relative_to(repository) for f in inside)]
 
 
