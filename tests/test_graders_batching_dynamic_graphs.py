@@ -53,6 +53,7 @@ EXPECTED_FEEDBACK = {
     ("ex6_tree_speedup", "check_inside_the_timing"): "nothing else inside the timing",
     ("ex6_tree_speedup", "forward_only"): "what the forward passes alone give",
     ("ex6_tree_speedup", "backward_outside_the_timing"): "what the forward passes alone give",
+    ("ex6_tree_speedup", "batched_forward_only"): "the batched forward pass alone",
     ("ex7_predict_calls", "reads_cost_nothing"): "wrong: 'b', 'c', 'd'",
     ("ex7_predict_calls", "depth_as_good_as_agenda"): "wrong: 'e'",
     ("ex7_predict_calls", "flushes_counted_not_calls"): "0 of 5 right",
@@ -232,7 +233,8 @@ def test_speedup_is_counted_on_the_graders_clock_whatever_the_load() -> None:
     assert (time.perf_counter, time.perf_counter_ns, time.monotonic, timeit.default_timer) == clocks
     assert timeit.repeat.__defaults__ == defaults
     mistakes = judge.speedup_ratios(grade.TIMING_TREES)
-    assert min(abs(mistakes[k] / want - 1) for k in ("forward only", "backward only")) > 0.5
+    named = ("forward only", "backward only", "batched forward only")
+    assert min(abs(mistakes[k] / want - 1) for k in named) > 0.3
 
 
 def test_batched_forward_has_a_float32_case() -> None:

@@ -33,6 +33,7 @@ EXPECTED_FEEDBACK = {
     ("ex1_trace", "outputs_in_slot_order"): "outputs [0, 1, 2, 2], expected [2, 0, 1, 2]",
     ("ex1_trace", "outputs_without_repeats"): "outputs [2, 0, 1], expected [2, 0, 1, 2]",
     ("ex1_trace", "outputs_among_op_results"): "KeyError",
+    ("ex1_trace", "read_tensor_not_captured"): "reads a tensor it did not make",
     ("ex2_replay", "captured_forgotten"): "KeyError",
     ("ex2_replay", "graph_recorded"): "minitorch.no_grad()",
     ("ex2_replay", "first_output_only"): "returned 1 outputs, expected 2",

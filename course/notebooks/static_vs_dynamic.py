@@ -388,7 +388,8 @@ with watch_ops(show_op, show_read):
 #    parameter, a global, or a constant that minitorch made from a Python number during the
 #    call (in `y.sum() > 0` the `0` reaches the comparison op as a 0-d tensor). It gets the
 #    next slot, and `trace.captured[slot]` holds the tensor itself (by reference, so a later
-#    optimizer step is seen);
+#    optimizer step is seen). So does a tensor whose value is read before any op used it
+#    (`int(n)` of a global `n`);
 # 3. each tensor an op returns gets the next slot, in the order of `outputs` (ops such as
 #    `chunk`, `unbind`, `sort` or `max(dim=...)` return several).
 #
@@ -494,6 +495,8 @@ def trace(fn, *inputs):
         result.steps.append(Step(function, described, outs))
 
     def on_read(tensor, kind, value):
+        if id(tensor) not in slots:  # read before any op used it: made outside the call
+            result.captured[slot_of(tensor)] = tensor
         result.steps.append(Guard(slot_of(tensor), kind, value))
 
     with watch_ops(on_op, on_read):

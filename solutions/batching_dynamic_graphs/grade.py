@@ -482,7 +482,8 @@ def batched_forward(answer: Any, seed: int) -> dict:
 #     time, process_time, thread_time and their _ns forms), for `timeit`'s default timer and for
 #     any of them the answer's module bound to a name of its own. Nothing else advances it, so
 #     the ratio of a correct answer is exactly the stand-ins' (12 trees: 12), whatever the load;
-#     forward only gives 4, backward only 36, one tree 1, a check inside the batched timing 3.
+#     forward only gives 4, backward only 36, the batched side forward only 16, one tree 1, a
+#     check inside the batched timing 3.
 #     benchmarks/load_timing_batching.py grades the reference 50 times on a loaded machine.
 TIMING_TREES = 12
 FORWARD_PER_TREE, BACKWARD_PER_TREE = 0.002, 0.006  # seconds of the grader's clock

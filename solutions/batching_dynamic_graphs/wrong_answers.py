@@ -461,6 +461,16 @@ class Gather(minitorch.autograd.Function):
             ),
             "runs backward, but after the clock stopped: forward only again",
         ),
+        WrongAnswer(
+            "batched_forward_only",
+            _SPEEDUP.format(
+                body="    per_sample = best(lambda: minitorch.cat([model(t) for t in trees]).sum()"
+                ".backward())\n"
+                "    at_once = best(lambda: batched(model, trees, gather))\n"
+                "    return per_sample / at_once"
+            ),
+            "a per-sample training step against the batched forward pass alone",
+        ),
     ],
     "ex7_predict_calls": [
         WrongAnswer(

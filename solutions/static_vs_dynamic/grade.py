@@ -198,6 +198,18 @@ def _branches(x):
     return y
 
 
+def _reads_a_tensor_it_did_not_make(count: Any) -> Callable:
+    """A function that reads the value of `count`, a tensor made outside the call, before any
+    op uses it: the trace captures it like a parameter."""
+
+    def repeated(x):
+        for _ in range(int(count)):
+            x = x.tanh() * 2
+        return x
+
+    return repeated
+
+
 def _branch_inputs(gen: torch.Generator, sign: float, size: int = 4) -> Any:
     """Values in (0.6, 1.6) times `sign`: all reads of `_branches` depend only on the sign."""
     values = (torch.rand(size, generator=gen, dtype=F64) + 0.6) * sign
@@ -433,6 +445,15 @@ def trace(answer: Any, seed: int) -> dict:
             _reordered_outputs,
             [_randn(gen, 3)],
             [],
+        )
+    )
+    count = minitorch.tensor(random.Random(seed).choice([2, 3]))
+    cases.append(
+        (
+            "a function that reads a tensor it did not make (int(n) of a global n)",
+            _reads_a_tensor_it_did_not_make(count),
+            [_randn(gen, 3)],
+            [count],
         )
     )
     seen = {}

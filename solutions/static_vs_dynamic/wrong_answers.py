@@ -40,6 +40,8 @@ _TRACE_TAIL = """\
 
 _ON_READ = """
     def on_read(tensor, kind, value):
+        if id(tensor) not in slots:
+            result.captured[slot_of(tensor)] = tensor
         result.steps.append(Guard(slot_of(tensor), kind, value))
 
 """
@@ -281,6 +283,19 @@ def _predictions(**changes: object) -> str:
 
 WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
     "ex1_trace": [
+        WrongAnswer(
+            "read_tensor_not_captured",
+            _trace(
+                _ON_OP,
+                on_read="""
+    def on_read(tensor, kind, value):
+        result.steps.append(Guard(slot_of(tensor), kind, value))
+
+""",
+            ),
+            "a tensor read before any op used it gets a slot, but is not captured: a replay "
+            "has no value for it",
+        ),
         WrongAnswer(
             "captured_by_value",
             _trace(
@@ -847,7 +862,7 @@ class Recorder:
         self.trace.steps.append(Step(function, described, outs))
 
     def read(self, tensor, kind, value):
-        self.trace.steps.append(Guard(self.slot(tensor), kind, value))
+        self.trace.steps.append(Guard(self.slot(tensor, captured=True), kind, value))
 
 
 def trace(fn, *inputs):
@@ -1090,6 +1105,15 @@ def replay_speedup(fn, *inputs, repeat=20, tracer=None, replayer=None):
     return min(eager) / min(replayed)
 """,
             "perf_counter_ns, autograd.grad instead of backward",
+        ),
+        WrongAnswer(
+            "grad_output_made_without_graph",
+            _speedup().replace(
+                "    grad_output = minitorch.ones_like(fn(*inputs))\n",
+                "    with minitorch.no_grad():\n"
+                "        grad_output = minitorch.ones_like(fn(*inputs))\n",
+            ),
+            "grad_output made under no_grad, before timing (that call of fn is not timed)",
         ),
     ],
     "ex9_predict_deployment": [
