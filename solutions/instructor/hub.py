@@ -7,10 +7,12 @@ and runs until Ctrl-C. The state folder keeps the exchange, the instructor's cou
 (gradebook included), the homes and the passwords, so the next start goes on where this one
 stopped.
 
-`--private` runs the hub in a private mount namespace: the accounts are made in a scratch
-copy of /etc (with the same uids each start, recorded in the state folder), and a Python
-installed in a folder other users cannot enter (/root/.pyenv under a 0700 /root) is shown to
-them through a tmpfs. Nothing outside the state folder changes; this is how the tests run it.
+The users' servers run the interpreter this command was started with. When it, its import
+path or the repository lies in a folder other users cannot enter (a venv in a 0700 /root,
+pyenv's /root/.pyenv), the hub runs in a mount namespace of its own that shows exactly those
+folders (NOTE [Python view] in python_view.py). `--private` also makes the accounts in a
+scratch copy of /etc there (with the same uids each start, recorded in the state folder):
+nothing outside the state folder changes; this is how the tests run it.
 """
 
 from __future__ import annotations
@@ -77,13 +79,22 @@ def cmd_hub(course: object, args: argparse.Namespace) -> int:
     state = Path(args.state).resolve()
     if args.students < 1:
         raise CommandError("--students must be at least 1")
-    check_requirements(args.ip, args.port, state, private=args.private)
-    if args.private and os.environ.get(IN_NAMESPACE) != "1":
-        argv = ["hub", "--students", str(args.students), "--state", str(state), "--private"]
-        argv += ["--ip", args.ip, "--port", str(args.port)]
+    check_requirements(args.ip, args.port, state)
+    # A Python or a clone behind a folder closed to other users (a venv in root's home) is
+    # shown to them in a mount namespace of the hub's own, with or without --private.
+    hidden = any(closed_ancestor(folder) for folder in shown_to_users())
+    if (args.private or hidden) and os.environ.get(IN_NAMESPACE) != "1":
+        argv = ["hub", "--students", str(args.students), "--state", str(state)]
+        argv += [
+            "--ip",
+            args.ip,
+            "--port",
+            str(args.port),
+            *(["--private"] if args.private else []),
+        ]
         return run_in_private_namespace(argv)
-    if args.private:
-        enter_private_view(state)
+    if os.environ.get(IN_NAMESPACE) == "1":
+        enter_private_view(state, private_accounts=args.private)
     check_student_server()
     accounts = prepare_state(state, args.students)
     return run_hub(state, args.ip, args.port, accounts)
@@ -92,11 +103,10 @@ def cmd_hub(course: object, args: argparse.Namespace) -> int:
 # --- checks -------------------------------------------------------------------------------------
 
 
-def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
+def check_requirements(ip: str, port: int, state: Path) -> None:
     """Raise CommandError naming the fix for the first thing that stops the hub from running:
     JupyterHub or configurable-http-proxy missing, Node.js older than 20, not root, a port in
-    use, or a folder the users' servers must reach (Python, the repository, the state folder)
-    closed to them."""
+    use, or a state folder closed to the users' servers."""
     if importlib.util.find_spec("jupyterhub") is None:
         raise CommandError("JupyterHub is not installed: pip install -e '.[hub]'")
     if shutil.which("configurable-http-proxy") is None:
@@ -124,14 +134,6 @@ def check_requirements(ip: str, port: int, state: Path, private: bool) -> None:
             f"students cannot reach the state folder {state}: {closed} is not open to other "
             f"users (chmod o+x {closed}, or give --state in another folder)"
         )
-    if not private:
-        for path in shown_to_users():
-            if (closed := closed_ancestor(path)) is not None:
-                raise CommandError(
-                    f"the users' servers cannot reach {path}: {closed} is not open to other "
-                    f"users. Install Python and the repository where every user can enter, or "
-                    f"start with --private (a private mount namespace shows it to them)"
-                )
 
 
 # What a student's server and its kernels import (jupyterhub_config.py's Spawner.cmd, the
@@ -260,14 +262,16 @@ def shown_to_users() -> list[Path]:
     return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))
 
 
-def enter_private_view(state: Path) -> None:
-    """Inside the private namespace: a scratch copy of /etc (so useradd changes nothing
-    outside), and the folders users must reach shown to them where a folder above is closed."""
+def enter_private_view(state: Path, private_accounts: bool = True) -> None:
+    """Inside the hub's own mount namespace: the folders users must reach shown to them where
+    a folder above is closed, and with `private_accounts` (--private) a scratch copy of /etc,
+    so that useradd changes nothing outside."""
     scratch = state / "private"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True, mode=0o700)
-    subprocess.run(["cp", "-a", "/etc", str(scratch / "etc")], check=True)
-    subprocess.run(["mount", "--bind", str(scratch / "etc"), "/etc"], check=True)
+    if private_accounts:
+        subprocess.run(["cp", "-a", "/etc", str(scratch / "etc")], check=True)
+        subprocess.run(["mount", "--bind", str(scratch / "etc"), "/etc"], check=True)
     show_to_everyone(shown_to_users(), scratch)
 
 
