@@ -128,6 +128,47 @@ ALICE = {
     """,
 }
 
+
+ALICE["ex8_value"] = """
+class Value:
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def record(self, name, data, inputs, backward):
+        out = Value(data)
+        if not any(v.requires_grad for v in inputs):
+            return out  # nothing to record
+        links = []
+        for v in inputs:
+            links.append((v.grad_fn if v.grad_fn is not None else v.accumulate_grad, 0))
+        out.requires_grad = True
+        out.grad_fn = Node(name, links, backward)
+        return out
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        return self.record("AddBackward0", self.data + other.data, (self, other), lambda g: (g, g))
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        x, y = self.data, other.data
+        return self.record("MulBackward0", x * y, (self, other), lambda g: (g * y, g * x))
+
+    def tanh(self):
+        th = math.tanh(self.data)
+        return self.record("TanhBackward0", th, (self,), lambda g: (g * (1 - th**2),))
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+"""
+
 # Alice's answers disguised: names renamed, comments reworded, independent statements swapped.
 CAROL = {
     **ALICE,
@@ -196,6 +237,46 @@ CAROL["ex7_graph_sizes"] = """
     return result
 """
 
+CAROL["ex8_value"] = """
+class Value:
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def record(self, label, value, args, local_backward):
+        res = Value(value)
+        if not any(a.requires_grad for a in args):
+            return res  # no grad needed anywhere
+        edges = []
+        for a in args:
+            edges.append((a.grad_fn if a.grad_fn is not None else a.accumulate_grad, 0))
+        res.grad_fn = Node(label, edges, local_backward)
+        res.requires_grad = True
+        return res
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        return self.record("AddBackward0", self.data + other.data, (self, other), lambda d: (d, d))
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        p, q = self.data, other.data
+        return self.record("MulBackward0", p * q, (self, other), lambda d: (d * q, d * p))
+
+    def tanh(self):
+        r = math.tanh(self.data)
+        return self.record("TanhBackward0", r, (self,), lambda d: (d * (1 - r**2),))
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+"""
+
 DAVE = {
     "ex1_collect_nodes": """
         start = tensor.grad_fn
@@ -242,6 +323,54 @@ DAVE = {
         return out, x.grad.item(), y.grad.item()
     """,
     "ex7_graph_sizes": "return list(map(lambda x: len(collect_nodes(model(x))), inputs))\n",
+    "ex8_value": """
+class Value:
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def record(self, name, data, inputs, backward):
+        result = Value(data)
+        result.requires_grad = any(i.requires_grad for i in inputs)
+        if result.requires_grad:
+            pairs = tuple((i.grad_fn or i.accumulate_grad, 0) for i in inputs)
+            result.grad_fn = Node(name, pairs, backward)
+        return result
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+
+        def add_backward(grad):
+            return grad, grad
+
+        return self.record("AddBackward0", self.data + other.data, (self, other), add_backward)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+
+        def mul_backward(grad):
+            return grad * other.data, grad * self.data
+
+        return self.record("MulBackward0", self.data * other.data, (self, other), mul_backward)
+
+    def tanh(self):
+        e = math.exp(-2 * self.data)
+        result = (1 - e) / (1 + e)
+
+        def tanh_backward(grad):
+            return (grad * (1 - result * result),)
+
+        return self.record("TanhBackward0", result, (self,), tanh_backward)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+""",
 }
 
 

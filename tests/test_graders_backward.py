@@ -35,11 +35,20 @@ def test_specific_mistakes_get_specific_feedback() -> None:
     assert "RecursionError" in message("ex1_topological_order", "recursive_post_order")
     assert "before its consumer" in message("ex1_topological_order", "breadth_first")
     assert "2**40 paths" in message("ex1_topological_order", "counts_paths_not_edges")
-    assert "you replaced it" in message("ex2_run_backward", "overwrite_leaf_grad")
-    assert "no_grad" in message("ex2_run_backward", "grad_mode_on")
-    assert "shares memory" in message("ex2_run_backward", "no_clone")
-    assert "2**40 paths" in message("ex2_run_backward", "propagate_every_path")
-    assert "keepdim" in message("ex3_sum_to_shape", "no_keepdim")
+    assert "you replaced it" in message("ex3_run_backward", "overwrite_leaf_grad")
+    assert "no_grad" in message("ex3_run_backward", "grad_mode_on")
+    assert "shares memory" in message("ex3_run_backward", "no_clone")
+    assert "2**40 paths" in message("ex3_run_backward", "propagate_every_path")
+    assert "keepdim" in message("ex2_sum_to_shape", "no_keepdim")
+    for name, found in (
+        ("no_reduction", "assign a gradient of size '[4, 3]' to a tensor of size '[3]'"),
+        ("reduce_at_leaves_only", "broadcast after a reduction (PyTorch) raised RuntimeError"),
+        ("reduce_when_node_runs", "a (3,) gradient broadcasts"),
+    ):
+        feedback = message("ex3_run_backward", name)
+        assert found in feedback and "sum_to_shape(child_grad, gradient_shape(child, nr))" in (
+            feedback
+        ), (name, feedback)
     assert "transpose" in message("ex4_jacobian", "transposed") or "shape" in message(
         "ex4_jacobian", "transposed"
     )
@@ -113,13 +122,45 @@ def test_predictions_earn_partial_credit_per_snippet() -> None:
     assert points == pytest.approx(1.8) and "'j' (no prediction)" in feedback
 
 
-def test_a_wrong_topological_order_costs_exercise_2_nothing() -> None:
-    """Issue 14: run_backward is graded with a stand-in for topological_order, so the reference
-    engine on top of any wrong exercise-1 answer keeps its 5 points."""
-    engine = NB.cell("ex2_run_backward").source
-    for wrong in WRONG_ANSWERS["ex1_topological_order"]:
-        points, feedback = NB.score("ex2_run_backward", wrong.source + "\n" + engine)
-        assert points == NB.points("ex2_run_backward"), (wrong.name, feedback)
+def test_wrong_earlier_answers_cost_the_engine_nothing() -> None:
+    """Issue 14: run_backward is graded with stand-ins for topological_order and sum_to_shape,
+    so the reference engine on top of any wrong exercise-1 or exercise-2 answer keeps its
+    points."""
+    engine = NB.cell("ex3_run_backward").source
+    for grade_id in ("ex1_topological_order", "ex2_sum_to_shape"):
+        for wrong in WRONG_ANSWERS[grade_id]:
+            points, feedback = NB.score("ex3_run_backward", wrong.source + "\n" + engine)
+            assert points == NB.points("ex3_run_backward"), (wrong.name, feedback)
+
+
+def test_the_engine_is_graded_on_pytorch_graphs_that_need_the_reduction() -> None:
+    """Issue 33: on every broadcasting case PyTorch's nodes return a gradient whose shape is
+    not its input's (so an engine that skips the reduction is wrong there), the libraries'
+    backward agree, and the stand-in reduction is the reference's."""
+    cases = [(d, b) for d, b, _ in grade._engine_cases(5) if grade.BROADCASTING in d]
+    assert len(cases) == 5
+    shape_of = reference.gradient_shape
+    for description, build in cases:
+        graph = build(torch)
+        unreduced = 0
+        for node in reference.topological_order(graph.out):
+            if node.name() == reference.ACCUMULATE_GRAD:
+                continue
+            grads = node(torch.ones(shape_of(node, 0), dtype=torch.float64))  # frees nothing
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            for (child, nr), g in zip(node.next_functions, grads):
+                if child is not None and g is not None:
+                    unreduced += tuple(g.shape) != shape_of(child, nr)
+                    want = reference.sum_to_shape(g, shape_of(child, nr))
+                    assert torch.equal(grade.library_sum_to_shape(g, shape_of(child, nr)), want)
+        assert unreduced, description
+        mini = build(minitorch)
+        graph.out.backward(grade._root_gradient(torch, graph.out, 0))
+        mini.out.backward(grade._root_gradient(minitorch, mini.out, 0))
+        for t, m in zip(graph.leaves, mini.leaves):
+            assert (t.grad is None) == (m.grad is None), description
+            if t.grad is not None:
+                assert torch.allclose(t.grad, torch.tensor(m.grad.tolist(), dtype=torch.float64))
 
 
 @pytest.mark.parametrize("lib", [torch, minitorch], ids=["torch", "minitorch"])
@@ -143,7 +184,7 @@ def test_the_order_table_is_a_valid_topological_order(lib: Any) -> None:
 def test_exponential_walks_fail_within_the_time_bound() -> None:
     for grade_id, name in (
         ("ex1_topological_order", "counts_paths_not_edges"),
-        ("ex2_run_backward", "propagate_every_path"),
+        ("ex3_run_backward", "propagate_every_path"),
     ):
         grader, _ = NB.grader_and_name(grade_id)
         answer = NB.answer(grade_id, _wrong(grade_id, name).source)

@@ -48,6 +48,16 @@ def test_specific_mistakes_get_specific_feedback() -> None:
     ]:
         feedback = message(grade_id, name)
         assert "diamonds" in feedback and "did not finish within" in feedback, feedback
+    for name, found in [
+        ("always_records", "expected False: no input requires grad, so nothing is recorded"),
+        ("values_as_edges", "holds a Value (not a node). Store the input's node"),
+        ("no_accumulate_grad_edges", "reached through its accumulate_grad node"),
+        ("edges_only_for_values_with_grad", "has 1 next_functions, PyTorch's has 2"),
+        ("mul_backward_own_factor", "MulBackward0 of v2 = v0 * v1 called on 1.5 returns"),
+        ("tanh_backward_of_the_input", "TanhBackward0 of v2 = v1.tanh() called on 1.5 returns"),
+    ]:
+        feedback = message("ex8_value", name)
+        assert found in feedback, (name, feedback)
     for grade_id, name in [
         ("ex2_count_ops", "recursive_walk"),
         ("ex3_find_leaves", "recursive_walk"),
@@ -158,7 +168,7 @@ def test_a_wrong_collect_nodes_costs_only_exercise_1(wrong: Any) -> None:
     (a depth-first one included: exercise 3's order does not depend on it)."""
     scope = dict(NB.namespace)
     exec(wrong.source, scope)
-    for grade_id in ("ex2_count_ops", "ex3_find_leaves", "ex7_graph_sizes"):
+    for grade_id in ("ex2_count_ops", "ex3_find_leaves", "ex7_graph_sizes", "ex8_value"):
         exec(NB.cell(grade_id).source, scope)
         grader, name = NB.grader_and_name(grade_id)
         assert grader(scope[name], seed=99) is None, grade_id
@@ -208,3 +218,44 @@ def test_f_and_gradients_reference_matches_the_formulas() -> None:
             df_dx, df_dy = 2 * x - y * math.cos(x * y), 3 * y**2 - x * math.cos(x * y)
             assert math.isclose(case["df_dx"], df_dx, rel_tol=1e-12, abs_tol=1e-12)
             assert math.isclose(case["df_dy"], df_dy, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_the_reference_value_records_pytorchs_graphs() -> None:
+    """Exercise 8 is judged against the reference Value: on every program it records what
+    PyTorch records (names, edges, leaves, what each node returns) and the grader's chain
+    rule over PyTorch's graph gives PyTorch's own gradients."""
+    from solutions.graph_construction import judge
+
+    for seed in (1, 7, 99):
+        programs = grade.recording_programs(seed)
+        assert any(len(code) > 12 for _, code in programs)
+        expected = judging.expected(grade.recording_value, seed)
+        on_torch = {}
+        for description, code in programs:
+            where = f"recording {description}"
+            observed = grade.observe_program(code, grade.torch_leaf, where)
+            on_torch[where] = grading.through_json(
+                grading.plain({"code": grade._describe(code), **observed})
+            )
+            values = grade.run_program(code, grade.torch_leaf)
+            if values[-1].requires_grad:
+                leaves = [v for v, line in zip(values, code) if line[0] == "leaf"]
+                values[-1].backward()
+                index = {id(v): i for i, v in enumerate(values)}
+                for leaf in leaves:
+                    if leaf.grad is not None:
+                        found = observed["gradients"][str(index[id(leaf)])]
+                        assert math.isclose(found, leaf.grad.item(), rel_tol=1e-9), where
+        judge.recording_value(on_torch, expected)
+        judge.recording_value(expected, on_torch)
+
+
+def test_the_value_programs_take_both_branches_and_record_nothing_without_grad() -> None:
+    programs = dict(grade.recording_programs(None))
+    loop = programs["program(x, w, 3), a loop and an if"]
+    other = programs["program(x, w, 1), the other branch"]
+    assert loop[-1][0] == "mul" and other[-1][0] == "add"  # h * x, and h * h + w
+    nothing = grade.run_program(
+        programs["only values without grad: nothing is recorded"], reference.Value
+    )
+    assert all(v.grad_fn is None for v in nothing)

@@ -27,8 +27,9 @@ from solutions.reference_cells import reference_cells
 # Answers that later exercises of the same notebook are meant to build on.
 SHARED = {
     "graph_construction": {"ex1_collect_nodes"},
-    "backward": {"ex1_topological_order"},
-    "static_vs_dynamic": {"ex1_trace", "ex2_replay"},  # a tracer is built step by step
+    "backward": {"ex1_topological_order", "ex2_sum_to_shape"},  # the engine reduces (ex3)
+    # a tracer is built step by step; the speed-up replays with exercise 5's backward program
+    "static_vs_dynamic": {"ex1_trace", "ex2_replay", "ex5_replay_with_gradients"},
     # the schedulers default to the signature, the batched model to Gather, the speed-up to both
     "batching_dynamic_graphs": {"ex1_signature", "ex4_gather", "ex5_batched_forward"},
 }

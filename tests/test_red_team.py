@@ -295,8 +295,8 @@ def test_attacks_with_blank_answers_earn_nothing(red_team: RedTeamClass, student
 
 
 def test_answers_equal_to_everything_earn_only_their_class_exercise(red_team: RedTeamClass):
-    """Only Softplus (a class, kept from the reference) can score: 4 points."""
-    assert red_team.rows()["always-equal"].score == 4
+    """Only the classes, kept from the reference, can score: Softplus and Value, 4 points each."""
+    assert red_team.rows()["always-equal"].score == 8
 
 
 def test_nothing_of_the_instructor_is_readable(red_team: RedTeamClass) -> None:

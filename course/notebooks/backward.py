@@ -25,10 +25,13 @@
 # - apply the chain rule node by node, calling the graph's nodes by hand;
 # - explain why the nodes must run in a **topological order** when a value is used twice,
 #   and compute that order without recursion;
-# - write a backward engine that gives PyTorch's gradients on PyTorch and minitorch graphs;
-# - explain gradient **accumulation** in leaves, and how **broadcasting** shows up in
-#   backward;
-# - use vector-Jacobian products (`gradient=`), `retain_graph` and `create_graph`;
+# - explain how **broadcasting** shows up in backward, and reduce a gradient to its
+#   input's shape;
+# - write a backward engine that gives PyTorch's gradients on PyTorch and minitorch graphs,
+#   broadcasting included;
+# - explain gradient **accumulation** in leaves;
+# - use vector-Jacobian products (`gradient=`), `retain_graph` and `create_graph`, and
+#   tell them from the Jacobian-vector products of forward mode;
 # - change the gradient along one path of the graph with a hook;
 # - accumulate gradients over micro-batches and write a training loop by hand.
 #
@@ -342,22 +345,157 @@ with exercise(1):
 
 
 # %% [markdown]
-# ## 3. The engine
+# ## 3. Broadcasting in backward
+#
+# In `y = x * w` with `x` of shape (4, 3) and `w` of shape (3,), broadcasting uses each
+# element of `w` four times, once per row. A value used several times receives the
+# **sum** of the gradients of its uses (section 2), so the gradient of `w` is the
+# gradient of `y` times `x`, **summed over the rows**, with the shape of `w`.
+#
+# Who does the summing? Call the `MulBackward0` node by hand: PyTorch's node returns the
+# gradient in the broadcast shape (4, 3), and PyTorch's **engine** reduces it to (3,)
+# before passing it on. minitorch's backward formulas reduce inside the node. The engine
+# you write in section 4 runs PyTorch's nodes too, so it needs the reduction you write
+# now.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def broadcast_backward(lib):
+    """What MulBackward0 returns for the broadcast w, and w.grad after backward()."""
+    x = lib.ones(4, 3, dtype=lib.float64)
+    w = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+    y = x * w
+    with lib.no_grad():
+        _, grad_w = y.grad_fn(lib.ones(4, 3, dtype=lib.float64))
+    y.sum().backward()
+    print("the node returns shape", list(grad_w.shape))
+    print("w.grad after backward():", w.grad.tolist())
+
+
+minitorch.viz.compare(broadcast_backward, (torch, minitorch))
+
+
+# %% [markdown] nbgrader={"grade_id": "ex2_sum_to_shape_statement", "locked": true}
+# ### Exercise 2 (2 points): reduce a broadcast gradient to an input's shape
+#
+# Write `sum_to_shape(grad, shape)`: `grad` is the gradient of a broadcast result, and
+# `shape` (a tuple or `Size`) is the shape of an input that was broadcast to
+# `grad.shape`. Return the gradient of that input: `grad` summed over
+#
+# 1. the **leading** dimensions that broadcasting added (when `grad` has more dimensions
+#    than `shape`), and
+# 2. the dimensions where `shape` has a **1** and `grad` does not, keeping them as size 1.
+#
+# The result has exactly `shape`, which may be `()`. It must work on PyTorch and
+# minitorch tensors.
+#
+# Example: `grad` of shape (5, 4, 3) and `shape` (4, 1) give `grad.sum(dim=0)` summed
+# over its last dimension with `keepdim=True`: shape (4, 1).
+#
+# *Hint:* `t.sum(dim=(0, 2), keepdim=True)` sums several dimensions at once. Broadcasting
+# aligns shapes on the **right**.
+
+
+# %% nbgrader={"grade_id": "ex2_sum_to_shape", "solution": true}
+def sum_to_shape(grad, shape):
+    """Reduce `grad`, the gradient of a broadcast result, to the gradient of an input of `shape`.
+
+    `shape` (a tuple or Size) broadcasts to `grad.shape`. Sum over the leading dimensions that
+    broadcasting added, and over the dimensions where `shape` has a 1 but `grad` does not,
+    keeping those as size 1. The result has exactly `shape`. PyTorch and minitorch tensors.
+    """
+    ### BEGIN SOLUTION
+    shape = tuple(shape)
+    added = grad.dim() - len(shape)
+    if added > 0:
+        grad = grad.sum(dim=tuple(range(added)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(dim=stretched, keepdim=True)
+    return grad
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade_id": "ex2_sum_to_shape_tests", "grade": true, "points": 2}
+with exercise(2):
+    for lib in (torch, minitorch):
+        name = lib.__name__
+        grad = lib.ones(5, 4, 3, dtype=lib.float64)
+        for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
+            got = sum_to_shape(grad, shape)
+            assert tuple(got.shape) == shape, (
+                f"{name}: sum_to_shape(grad of shape (5, 4, 3), {shape}) has shape"
+                f" {tuple(got.shape)}, expected {shape}"
+            )
+            assert got.flatten().tolist() == [value] * got.numel(), (
+                f"{name}: sum_to_shape(ones(5, 4, 3), {shape}): each entry should be {value}"
+                f" (the number of copies summed), got {got.flatten().tolist()}"
+            )
+        assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
+    print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.backward import grade
+
+grade.sum_to_shape(sum_to_shape)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4. The engine
 #
 # With a topological order, backward is a single loop. Keep a dict from node to the
 # gradient that has reached it so far, starting with `{out.grad_fn: grad}`. For each node
 # in order, all its gradients have arrived, so:
 #
 # - an `AccumulateGrad` node adds its gradient into `node.variable.grad`;
-# - any other node is called on its gradient; result `i` is the gradient for
-#   `next_functions[i]`, which is **added** to what that node has received so far
-#   (`None` entries, and `None` results, are skipped).
+# - any other node is called on its gradient; result `i` is the gradient for the edge
+#   `next_functions[i] = (child, nr)`. It is **reduced** to the shape `child` expects
+#   (section 3), then **added** to what `child` has received so far (`None` entries, and
+#   `None` results, are skipped).
 #
 # Gradients are plain values, not part of the model: compute them under `no_grad`,
 # otherwise every multiplication inside a node records a graph of its own.
+#
+# Which shape does a node expect? The shape of its forward op's output `nr` (for
+# `AccumulateGrad`, the leaf's shape). Both libraries store it in each node when the op
+# is recorded, which is how PyTorch's engine reduces gradients; neither makes it public
+# (PyTorch calls it the node's `_input_metadata`: in backward, a forward output is an
+# input). The next cell reads it for you.
 
-# %% [markdown] nbgrader={"grade_id": "ex2_run_backward_statement", "locked": true}
-# ### Exercise 2 (4 points): your own backward engine
+
+# %% nbgrader={"grade_id": "gradient_shape", "locked": true}
+def gradient_shape(node, nr=0):
+    """The shape of the gradient that `node` takes for its forward output `nr`: that output's
+    shape (a leaf's shape for AccumulateGrad). PyTorch and minitorch nodes."""
+    leaf = getattr(node, "variable", None)  # AccumulateGrad
+    if leaf is not None:
+        return tuple(leaf.shape)
+    metadata = getattr(node, "_input_metadata", None)  # PyTorch
+    if metadata is not None:
+        return tuple(metadata[nr].shape)
+    shape, dtype, device = node._output_meta[nr]  # minitorch
+    return tuple(shape)
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def expected_shapes(lib):
+    """For y = x * w.exp(), the shape each node returns for w's side and the shape it expects."""
+    x = lib.ones(4, 3, dtype=lib.float64)
+    w = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+    y = x * w.exp()
+    with lib.no_grad():
+        _, grad_for_exp = y.grad_fn(lib.ones(4, 3, dtype=lib.float64))
+    child, nr = y.grad_fn.next_functions[1]
+    print(child.name(), "expects", list(gradient_shape(child, nr)))
+    print("MulBackward0 returns", list(grad_for_exp.shape))
+
+
+minitorch.viz.compare(expected_shapes, (torch, minitorch))
+
+# %% [markdown] nbgrader={"grade_id": "ex3_run_backward_statement", "locked": true}
+# ### Exercise 3 (6 points): your own backward engine
 #
 # Write `run_backward(tensor, grad)`, which does what `tensor.backward(grad)` does: for
 # every leaf that requires grad, **add** d(sum(tensor * grad))/d(leaf) to `leaf.grad`
@@ -369,26 +507,34 @@ with exercise(1):
 #
 # Visit the nodes in the order of your `topological_order`; call op nodes as
 # `node(node_grad)` under `torch.no_grad()` and `minitorch.no_grad()` (the node may
-# come from either library) and turn a single returned tensor into a 1-tuple. Every
-# node in the graphs of this exercise has a single output (no `unbind`), so one gradient
-# per node is enough. The grader compares with `backward()` on random PyTorch and
-# minitorch graphs with fan-out and reuse, a long chain and a chain of diamonds; it runs
-# your engine with a correct `topological_order`, so exercise 1 costs no points here.
+# come from either library) and turn a single returned tensor into a 1-tuple. Reduce
+# every gradient a node returns for `(child, nr)` with
+# `sum_to_shape(child_grad, gradient_shape(child, nr))` **before** adding it to what
+# `child` has received: only gradients of the same shape add up elementwise. (On
+# minitorch's nodes the reduction changes nothing.) Every node in the graphs of this
+# exercise has a single output (no `unbind`), so one gradient per node is enough.
+#
+# The grader compares with `backward()` on random PyTorch and minitorch graphs with
+# fan-out and reuse, broadcasting (inputs of shapes such as `()`, `(3,)` and `(4, 1)` in
+# ops of shape `(2, 4, 3)`, some of them reduced by `sum(dim=0)` first), a long chain and
+# a chain of diamonds. It runs your engine with correct versions of `topological_order`
+# and `sum_to_shape`, so exercises 1 and 2 cost no points here.
 #
 # *Hints:* `node.name() == ACCUMULATE_GRAD` for leaves. Store the first gradient of a
 # leaf as a copy (`.clone()`), and add gradients with `a = a + b`: `a += b` writes into
 # `a`, which may be a gradient that flows elsewhere too.
 
 
-# %% nbgrader={"grade_id": "ex2_run_backward", "solution": true}
+# %% nbgrader={"grade_id": "ex3_run_backward", "solution": true}
 def run_backward(tensor, grad):
     """Your own `tensor.backward(grad)`: add d(sum(tensor * grad))/d(leaf) to each leaf's `.grad`.
 
     `grad` has the shape of `tensor`, which has a `grad_fn`. Visit the nodes in topological
-    order; call each op node on the sum of the gradients that reached it (under no_grad) and
-    pass each result along the matching `next_functions` entry; an AccumulateGrad node adds its
-    gradient into `node.variable.grad` (created on first use). Every node in these graphs has
-    a single output. Works on PyTorch and minitorch graphs.
+    order; call each op node on the sum of the gradients that reached it (under no_grad),
+    reduce each result to the shape its `next_functions` entry expects (`sum_to_shape` and
+    `gradient_shape`) and pass it on; an AccumulateGrad node adds its gradient into
+    `node.variable.grad` (created on first use). Every node in these graphs has a single
+    output. Works on PyTorch and minitorch graphs.
     """
     ### BEGIN SOLUTION
     grads = {tensor.grad_fn: grad}
@@ -402,17 +548,26 @@ def run_backward(tensor, grad):
             continue
         with torch.no_grad(), minitorch.no_grad():
             input_grads = node(node_grad)
-        if not isinstance(input_grads, tuple):
-            input_grads = (input_grads,)
-        for (child, _), child_grad in zip(node.next_functions, input_grads):
-            if child is None or child_grad is None:
-                continue
-            grads[child] = grads[child] + child_grad if child in grads else child_grad
+            if not isinstance(input_grads, tuple):
+                input_grads = (input_grads,)
+            for (child, nr), child_grad in zip(node.next_functions, input_grads):
+                if child is None or child_grad is None:
+                    continue
+                child_grad = sum_to_shape(child_grad, gradient_shape(child, nr))
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex2_run_backward_tests", "grade": true, "points": 4}
-with exercise(2):
+# %% nbgrader={"grade_id": "ex3_run_backward_tests", "grade": true, "points": 6}
+def broadcast_example(lib):
+    """w of shape (3,) broadcast over the rows of x and used again on its own; W reduced first."""
+    x = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=lib.float64)
+    w = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    W = lib.ones(2, 3, dtype=lib.float64, requires_grad=True)
+    return (x * w + w.sin() + x * W.sum(dim=0)).sum(), (w, W)
+
+
+with exercise(3):
     for lib in (torch, minitorch):
         name = lib.__name__
         out, x = diamond(lib)
@@ -431,6 +586,25 @@ with exercise(2):
         assert w.grad.tolist() == [13.0, 13.0], (
             f"{name}: add to an existing .grad, got {w.grad.tolist()}"
         )
+        out, leaves = broadcast_example(lib)
+        try:
+            run_backward(out, lib.tensor(1.0, dtype=lib.float64))
+        except RuntimeError as error:
+            raise AssertionError(
+                f"{name}, a graph with broadcasting: {error}. Reduce every gradient a node"
+                " returns: sum_to_shape(child_grad, gradient_shape(child, nr))"
+            ) from None
+        mine = [leaf.grad for leaf in leaves]
+        out, leaves = broadcast_example(lib)
+        out.backward()
+        for leaf_name, got, leaf in zip(("w", "W"), mine, leaves):
+            assert got is not None and tuple(got.shape) == tuple(leaf.shape), (
+                f"{name}: {leaf_name}.grad must have {leaf_name}'s shape {list(leaf.shape)}"
+            )
+            assert torch.allclose(torch.tensor(got.tolist()), torch.tensor(leaf.grad.tolist())), (
+                f"{name}: {leaf_name}.grad is {got.tolist()}, backward() gives"
+                f" {leaf.grad.tolist()}: reduce each gradient before adding it to the others"
+            )
     print("Visible tests passed.")
 
 ### BEGIN HIDDEN TESTS
@@ -443,12 +617,13 @@ grade.run_backward(run_backward)
 # %%
 # NBVAL_CHECK_OUTPUT
 def wide_graph(lib):
-    """Three parameters, a value used at several depths, a non-scalar output."""
+    """Parameters w (4,) and b (3, 1) broadcast against data x (3, 4); h used at two depths."""
     gen = torch.Generator().manual_seed(3)
     w, b, x = (
-        lib.tensor(torch.randn(4, generator=gen).tolist(), dtype=lib.float64, requires_grad=rg)
-        for rg in (True, True, False)
+        lib.tensor(torch.randn(shape, generator=gen).tolist(), dtype=lib.float64)
+        for shape in ((4,), (3, 1), (3, 4))
     )
+    w.requires_grad_(), b.requires_grad_()
     h = (w * x + b).tanh()
     h2 = h * h.sigmoid() + w
     return (h2 * h + b.exp()).sin() - h, (w, b, x)
@@ -456,25 +631,23 @@ def wide_graph(lib):
 
 def engine_versus_backward(lib):
     """run_backward and backward() on the wide graph, with a non-scalar gradient."""
-    gradient = lib.tensor([1.0, -2.0, 0.5, 3.0], dtype=lib.float64)
+    gradient = lib.linspace(-2, 2, 12, dtype=lib.float64).reshape(3, 4)
     out, (w, b, x) = wide_graph(lib)
     run_backward(out, gradient)
     mine = [w.grad, b.grad, x.grad]
     out, (w, b, x) = wide_graph(lib)
     out.backward(gradient)
-    diffs = [
-        max(abs(p - q) for p, q in zip(m.tolist(), t.grad.tolist()))
-        for m, t in zip(mine[:2], (w, b))
-    ]
-    print(f"largest difference from backward(): {max(diffs):.1e}")
+    for label, got, leaf in (("w", mine[0], w), ("b", mine[1], b)):
+        same = torch.allclose(torch.tensor(got.tolist()), torch.tensor(leaf.grad.tolist()))
+        print(f"{label}.grad: shape {list(got.shape)}, equals backward()'s: {same}")
     print(f"x.grad (x is data, no grad): {mine[2]}")
 
 
-with exercise(2):
+with exercise(3):
     minitorch.viz.compare(engine_versus_backward, (torch, minitorch))
 
 # %% [markdown]
-# ## 4. Gradients accumulate in leaves
+# ## 5. Gradients accumulate in leaves
 #
 # `AccumulateGrad` **adds** into `.grad`; it never overwrites. Two backward passes (here
 # through the same graph, which needs `retain_graph=True`, see section 7) give twice the
@@ -499,102 +672,6 @@ def accumulation(lib):
 
 
 minitorch.viz.compare(accumulation, (torch, minitorch))
-
-# %% [markdown]
-# ## 5. Broadcasting in backward
-#
-# In `y = x * w` with `x` of shape (4, 3) and `w` of shape (3,), broadcasting uses each
-# element of `w` four times, once per row. A value used several times receives the
-# **sum** of the gradients of its uses (section 2), so the gradient of `w` is the
-# gradient of `y` times `x`, **summed over the rows**, with the shape of `w`.
-#
-# Who does the summing? Call the `MulBackward0` node by hand: PyTorch's node returns the
-# gradient in the broadcast shape (4, 3), and PyTorch's engine reduces it to (3,) before
-# passing it on. minitorch's backward formulas reduce inside the node. Either way, a
-# backward that handles broadcasting needs the reduction you write next.
-
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def broadcast_backward(lib):
-    """What MulBackward0 returns for the broadcast w, and w.grad after backward()."""
-    x = lib.ones(4, 3, dtype=lib.float64)
-    w = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
-    y = x * w
-    with lib.no_grad():
-        _, grad_w = y.grad_fn(lib.ones(4, 3, dtype=lib.float64))
-    y.sum().backward()
-    print("the node returns shape", list(grad_w.shape))
-    print("w.grad after backward():", w.grad.tolist())
-
-
-minitorch.viz.compare(broadcast_backward, (torch, minitorch))
-
-
-# %% [markdown] nbgrader={"grade_id": "ex3_sum_to_shape_statement", "locked": true}
-# ### Exercise 3 (3 points): reduce a broadcast gradient to an input's shape
-#
-# Write `sum_to_shape(grad, shape)`: `grad` is the gradient of a broadcast result, and
-# `shape` (a tuple or `Size`) is the shape of an input that was broadcast to
-# `grad.shape`. Return the gradient of that input: `grad` summed over
-#
-# 1. the **leading** dimensions that broadcasting added (when `grad` has more dimensions
-#    than `shape`), and
-# 2. the dimensions where `shape` has a **1** and `grad` does not, keeping them as size 1.
-#
-# The result has exactly `shape`, which may be `()`. It must work on PyTorch and
-# minitorch tensors.
-#
-# Example: `grad` of shape (5, 4, 3) and `shape` (4, 1) give `grad.sum(dim=0)` summed
-# over its last dimension with `keepdim=True`: shape (4, 1).
-#
-# *Hint:* `t.sum(dim=(0, 2), keepdim=True)` sums several dimensions at once. Broadcasting
-# aligns shapes on the **right**.
-
-
-# %% nbgrader={"grade_id": "ex3_sum_to_shape", "solution": true}
-def sum_to_shape(grad, shape):
-    """Reduce `grad`, the gradient of a broadcast result, to the gradient of an input of `shape`.
-
-    `shape` (a tuple or Size) broadcasts to `grad.shape`. Sum over the leading dimensions that
-    broadcasting added, and over the dimensions where `shape` has a 1 but `grad` does not,
-    keeping those as size 1. The result has exactly `shape`. PyTorch and minitorch tensors.
-    """
-    ### BEGIN SOLUTION
-    shape = tuple(shape)
-    added = grad.dim() - len(shape)
-    if added > 0:
-        grad = grad.sum(dim=tuple(range(added)))
-    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
-    if stretched:
-        grad = grad.sum(dim=stretched, keepdim=True)
-    return grad
-    ### END SOLUTION
-
-
-# %% nbgrader={"grade_id": "ex3_sum_to_shape_tests", "grade": true, "points": 3}
-with exercise(3):
-    for lib in (torch, minitorch):
-        name = lib.__name__
-        grad = lib.ones(5, 4, 3, dtype=lib.float64)
-        for shape, value in (((4, 1), 15.0), ((3,), 20.0), ((1, 4, 3), 5.0), ((), 60.0)):
-            got = sum_to_shape(grad, shape)
-            assert tuple(got.shape) == shape, (
-                f"{name}: sum_to_shape(grad of shape (5, 4, 3), {shape}) has shape"
-                f" {tuple(got.shape)}, expected {shape}"
-            )
-            assert got.flatten().tolist() == [value] * got.numel(), (
-                f"{name}: sum_to_shape(ones(5, 4, 3), {shape}): each entry should be {value}"
-                f" (the number of copies summed), got {got.flatten().tolist()}"
-            )
-        assert sum_to_shape(grad, (5, 4, 3)).shape == (5, 4, 3), f"{name}: nothing to reduce"
-    print("Visible tests passed.")
-
-### BEGIN HIDDEN TESTS
-from solutions.backward import grade
-
-grade.sum_to_shape(sum_to_shape)
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 6. Vector-Jacobian products and `gradient=`
@@ -846,6 +923,55 @@ grade.hessian_vector_product(hessian_vector_product)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **Forward mode.** Backward computes $v^\top J$, one pass per *output* direction $v$:
+# the gradient of a scalar loss with respect to every parameter at once. Forward mode
+# computes the **Jacobian-vector product** $J t$, how the output moves when the input
+# moves along $t$: one pass per *input* direction, the cheaper way for a function with few
+# inputs and many outputs. PyTorch does it natively: `torch.func.jvp` (and
+# `torch.autograd.forward_ad`, with dual numbers) carries a tangent next to every value
+# through the forward pass, and records no graph. minitorch has no forward mode, but two
+# backward passes give $J t$: $g(u) = J^\top u$ is linear in $u$, so the vector-Jacobian
+# product of $g$ with $t$ is $(J^\top)^\top t = J t$. Record $g$ with `create_graph=True`
+# from a dummy $u$ that requires grad (its value does not matter), then differentiate it.
+# `torch.autograd.functional.jvp` and `minitorch.autograd.functional.jvp` both work this way.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def jvp_by_two_vjps(lib, f, x, t):
+    """J t for the Jacobian J of f at x: the vjp of u -> J^T u (one backward) with t."""
+    x = x.detach().requires_grad_()
+    y = f(x)
+    u = lib.zeros_like(y, requires_grad=True)
+    (g,) = lib.autograd.grad(y, x, grad_outputs=u, create_graph=True)  # J^T u, a graph in u
+    (jt,) = lib.autograd.grad(g, u, grad_outputs=t)
+    return jt
+
+
+def forward_mode(lib):
+    """J t for f(x) = tanh(A x), from two backward passes and from autograd.functional.jvp."""
+    A = lib.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, -1.0]], dtype=lib.float64)
+    x = lib.tensor([0.1, 0.2, 0.3], dtype=lib.float64)
+    t = lib.tensor([1.0, 0.0, -1.0], dtype=lib.float64)
+
+    def f(s):
+        return (A @ s).tanh()
+
+    _, functional = lib.autograd.functional.jvp(f, x, t)
+    print("two vjps:  ", [round(v, 5) for v in jvp_by_two_vjps(lib, f, x, t).tolist()])
+    print("functional:", [round(v, 5) for v in functional.tolist()])
+
+
+minitorch.viz.compare(forward_mode, (torch, minitorch))
+A = torch.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, -1.0]], dtype=torch.float64)
+_, tangent = torch.func.jvp(
+    lambda s: (A @ s).tanh(),
+    (torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64),),
+    (torch.tensor([1.0, 0.0, -1.0], dtype=torch.float64),),
+)
+print("torch.func.jvp (forward mode, one pass):", [round(v, 5) for v in tangent.tolist()])
+
+# %% [markdown]
 # ## 8. Hooks: watching and changing gradients
 #
 # Hooks are functions the engine calls while it runs:
@@ -993,7 +1119,7 @@ with exercise(6):
 # ## 9. Accumulating gradients over micro-batches
 #
 # When a batch does not fit in memory, split it into $k$ micro-batches and call
-# backward once per micro-batch: the gradients **add up** in `.grad` (section 4), and
+# backward once per micro-batch: the gradients **add up** in `.grad` (section 5), and
 # the saved values of each micro-batch are freed before the next one is computed. The
 # only catch is the scale: a loss that is a **mean** over the batch is the average of
 # $k$ equal micro-batches' means, so each micro-batch loss must be divided by $k$. When
@@ -1074,7 +1200,7 @@ grade.accumulated_gradients(accumulated_gradients)
 # A parameter update is not part of the model: it must not be recorded, and it changes
 # a leaf in place, which autograd refuses for a leaf that requires grad (try it). So
 # updates run under `no_grad()`. After the update, the gradients are reset, or the next
-# backward would add to them (section 4). This is all an optimizer does:
+# backward would add to them (section 5). This is all an optimizer does:
 # `optimizer.step()` is the update under `no_grad`, `optimizer.zero_grad()` the reset.
 
 
@@ -1100,7 +1226,7 @@ minitorch.viz.compare(update, (torch, minitorch))
 
 
 # %% [markdown] nbgrader={"grade_id": "ex8_fit_line_statement", "locked": true}
-# ### Exercise 8 (3 points): linear regression with hand-written SGD
+# ### Exercise 8 (2 points): linear regression with hand-written SGD
 #
 # Write `fit_line(lib, x, y, steps, lr)` fitting $y \approx w x + b$ by gradient descent.
 # `w` and `b` are 0-d leaf tensors with `x`'s dtype that require grad, both **starting at
@@ -1150,7 +1276,7 @@ def fit_line(lib, x, y, steps, lr):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex8_fit_line_tests", "grade": true, "points": 3}
+# %% nbgrader={"grade_id": "ex8_fit_line_tests", "grade": true, "points": 2}
 with exercise(8):
     for lib in (torch, minitorch):
         name = lib.__name__
@@ -1476,8 +1602,11 @@ grade.predict_second_backward(predict_second_backward)
 # - `AccumulateGrad` **adds** into `.grad`: reset gradients between steps, or use the
 #   sum on purpose (micro-batches, each loss weighted by its share of the batch).
 # - Broadcasting copies values, so backward **sums** gradients back to each input's shape.
+#   PyTorch's nodes return broadcast shapes and its engine reduces every gradient a node
+#   returns; so does yours.
 # - Backward computes vector-Jacobian products; `gradient=` is the vector. A Jacobian
-#   takes one backward per row.
+#   takes one backward per row. Forward mode (`torch.func.jvp`) computes Jacobian-vector
+#   products; two backward passes give one too.
 # - Saved values are freed by backward unless `retain_graph=True`; `create_graph=True`
 #   records backward itself, for higher derivatives and Hessian-vector products.
 # - Hooks see (and may change) gradients while the engine runs. A hook on a tensor changes

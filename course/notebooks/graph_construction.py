@@ -30,12 +30,16 @@
 # - add a new differentiable op with a `Function` (forward and backward) and check it;
 # - train a small model with a loop you write, and say which nodes a new term adds to its graph;
 # - explain why a model with data-dependent control flow builds graphs of different sizes, and
-#   why the parameters of a branch not taken have a `.grad` that is `None`, not zeros.
+#   why the parameters of a branch not taken have a `.grad` that is `None`, not zeros;
+# - record a graph yourself: a value class whose ops store their inputs' nodes and a local
+#   backward, giving PyTorch's graph and gradients on an ordinary Python function.
 #
 # Everything runs on **PyTorch** and on **minitorch**, this course's from-scratch autograd
-# library, which records the same graph with the same names. Your code must work on both.
+# library, which records the same graph with the same names for the ops used here (the
+# README's "Graphs that differ from PyTorch's" lists the ones that do not, such as
+# `Linear`, one node in minitorch). Your code must work on both.
 #
-# There are **7 graded exercises (25 points)**. Each has visible tests you can run (plain
+# There are **8 graded exercises (25 points)**. Each has visible tests you can run (plain
 # asserts that say what went wrong); more tests run when your notebook is graded. Write
 # your answers where it says `# YOUR CODE HERE` and delete the `raise NotImplementedError()`.
 # "Run All" runs every cell: a test or demo whose exercise is not written yet says so in one
@@ -266,7 +270,7 @@ grade.collect_nodes(collect_nodes)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade_id": "ex2_count_ops_statement", "locked": true}
-# ### Exercise 2 (3 points): count the ops in a graph
+# ### Exercise 2 (2 points): count the ops in a graph
 #
 # Write `count_ops(tensor)` returning a dict `{node name: number of nodes with that name}`
 # for the graph of `tensor`. Every node counts **once**, however many paths lead to it
@@ -296,7 +300,7 @@ def count_ops(tensor):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex2_count_ops_tests", "grade": true, "points": 3}
+# %% nbgrader={"grade_id": "ex2_count_ops_tests", "grade": true, "points": 2}
 with exercise(2):
     for lib in (torch, minitorch):
         x = lib.tensor([0.5, 1.0], requires_grad=True)
@@ -321,7 +325,7 @@ grade.count_ops(count_ops)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade_id": "ex3_find_leaves_statement", "locked": true}
-# ### Exercise 3 (4 points): find the leaves a result depends on
+# ### Exercise 3 (3 points): find the leaves a result depends on
 #
 # Write `find_leaves(tensor)` returning the **leaf tensors that require grad** and that
 # `tensor` depends on: the tensors whose `.grad` backward will fill. Read them from the
@@ -356,7 +360,7 @@ def find_leaves(tensor):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex3_find_leaves_tests", "grade": true, "points": 4}
+# %% nbgrader={"grade_id": "ex3_find_leaves_tests", "grade": true, "points": 3}
 with exercise(3):
     for lib in (torch, minitorch):
         w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -662,7 +666,7 @@ grade.softplus(Softplus)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade_id": "ex6_f_and_gradients_statement", "locked": true}
-# ### Exercise 6 (3 points): build a function, get its gradients
+# ### Exercise 6 (2 points): build a function, get its gradients
 #
 # Write `f_and_gradients(lib, x0, y0)` that builds
 # $$f(x, y) = x^2 + y^3 - \sin(xy)$$
@@ -692,7 +696,7 @@ def f_and_gradients(lib, x0, y0):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex6_f_and_gradients_tests", "grade": true, "points": 3}
+# %% nbgrader={"grade_id": "ex6_f_and_gradients_tests", "grade": true, "points": 2}
 with exercise(6):
     for lib in (torch, minitorch):
         name = lib.__name__
@@ -995,7 +999,7 @@ def make_model(params):
 
 
 # %% [markdown] nbgrader={"grade_id": "ex7_graph_sizes_statement", "locked": true}
-# ### Exercise 7 (3 points): graph size per input
+# ### Exercise 7 (2 points): graph size per input
 #
 # Write `graph_sizes(model, inputs)`: for each tensor `x` in `inputs`, run `model(x)` and
 # count the distinct nodes of the graph its output recorded (`AccumulateGrad` nodes
@@ -1021,7 +1025,7 @@ def graph_sizes(model, inputs):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "ex7_graph_sizes_tests", "grade": true, "points": 3}
+# %% nbgrader={"grade_id": "ex7_graph_sizes_tests", "grade": true, "points": 2}
 with exercise(7):
     for lib in (torch, minitorch):
         model = make_model(make_parameters(lib))
@@ -1081,6 +1085,270 @@ else:
 # goes. The first layer adds only five: there `h` is still the input, which needs no grad,
 # so `h * 0.6` is not recorded. At depth 0 the input never met `weight`: only `bias.sum()`
 # was recorded.
+
+
+# %% [markdown]
+# ## 7. Record a graph yourself
+#
+# Nothing in PyTorch declares the graph: every op that runs on a tensor that requires grad
+# makes one node, points the result's `grad_fn` at it, and stores in its `next_functions`
+# where the gradient of each input goes next. Each node also keeps what its **local
+# backward** needs (what `ctx.save_for_backward` keeps in a `Function`). That is all a
+# dynamic graph is, and it fits in a few lines of Python. The next cell gives the node
+# classes, shaped like PyTorch's: a `Node` has `name()` and `next_functions`, and calling
+# it on the gradient of its result returns the gradients of its inputs; an
+# `AccumulateGrad` node has the leaf in `.variable`. `backward_values(out)` runs the
+# chain rule over a graph of such nodes with your `collect_nodes`, the most recently
+# created node first, as PyTorch's engine does (notebook 2 says why an order is needed).
+
+
+# %% nbgrader={"grade_id": "recording_nodes", "locked": true}
+class Node:
+    """A recorded op, read like PyTorch's: `name()`, `next_functions` (one `(node, 0)` pair per
+    input, `None` for an input without grad), and `node(grad)`, the local backward: the
+    gradients of the inputs (a tuple, one per input) from the gradient of the result."""
+
+    created = 0  # how many nodes exist: a node made later runs earlier in backward
+
+    def __init__(self, name, next_functions, backward):
+        self._name = name
+        self.next_functions = tuple(next_functions)
+        self.backward = backward
+        Node.created += 1
+        self.sequence_nr = Node.created
+
+    def name(self):
+        return self._name
+
+    def __call__(self, grad):
+        return self.backward(grad)
+
+
+class AccumulateGrad(Node):
+    """The node behind a leaf that requires grad: backward adds into `variable.grad`."""
+
+    def __init__(self, variable):
+        super().__init__("torch::autograd::AccumulateGrad", (), None)
+        self.variable = variable
+
+
+def backward_values(out):
+    """Add d(out)/d(leaf) into the `.grad` (a float) of every leaf of out's graph."""
+    grads = {out.grad_fn: 1.0}
+    for node in sorted(collect_nodes(out), key=lambda node: -node.sequence_nr):
+        grad = grads.pop(node, 0.0)
+        if isinstance(node, AccumulateGrad):
+            leaf = node.variable
+            leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+            continue
+        for (child, _), child_grad in zip(node.next_functions, node(grad)):
+            if child is not None:
+                grads[child] = grads.get(child, 0.0) + child_grad
+
+
+# %% [markdown] nbgrader={"grade_id": "ex8_value_statement", "locked": true}
+# ### Exercise 8 (4 points): a value that records its graph
+#
+# `Value` below is a Python float that records the ops applied to it, as a 0-d tensor
+# does. Write its recording and three ops:
+#
+# - `record(name, data, inputs, backward)` returns the result of an op: a new
+#   `Value(data)`. If **any** of `inputs` requires grad, the result requires grad and its
+#   `grad_fn` is `Node(name, next_functions, backward)`, with one `(node, 0)` pair per
+#   input, in order: the input's `grad_fn` if it has one, else its `accumulate_grad` (a
+#   leaf's `AccumulateGrad` node, made once per leaf; `None` for a value that does not
+#   require grad). Otherwise nothing is recorded: `requires_grad` False, `grad_fn` None.
+# - `__add__`, `__mul__` and `tanh` compute the result and record it with PyTorch's node
+#   name (`"AddBackward0"`, `"MulBackward0"`, `"TanhBackward0"`) and the op's **local
+#   backward**: a function from the gradient `g` of the result (a float) to the tuple of
+#   its inputs' gradients. For `a * b` it is `(g * b, g * a)`.
+#
+# Python numbers become `Value(number)` first (written for you), so `x * 2` gets a
+# `(None, 0)` edge for the 2, as in PyTorch; `2 * x` and `1 + x` go through `__rmul__` and
+# `__radd__`, which are `__mul__` and `__add__`.
+#
+# Example: with `x = Value(0.5, requires_grad=True)` and `y = (x * x).tanh()`,
+# `y.grad_fn.name()` is `"TanhBackward0"`; its `next_functions[0][0]` is the
+# `MulBackward0` node, whose `next_functions` is
+# `((x.accumulate_grad, 0), (x.accumulate_grad, 0))`; and `y.grad_fn(1.0)` is
+# `(1 - tanh(0.25) ** 2,)`.
+#
+# The grader records programs with your class and with PyTorch (values used several
+# times, numbers on either side, values that do not require grad), walks both graphs and
+# compares every node's name and edges, what each node returns, and the gradients.
+#
+# *Hints:* a `lambda` (or a nested `def`) made inside an op keeps the values its backward
+# needs. $\tanh'(a) = 1 - \tanh(a)^2$.
+
+
+# %% nbgrader={"grade_id": "ex8_value", "solution": true}
+class Value:
+    """A Python float that records the ops applied to it, as a 0-d tensor does.
+
+    `Value(0.5, requires_grad=True)` is a leaf; `+`, `*` and `tanh()` give new values whose
+    `grad_fn` is the `Node` of the op that made them, linked to their inputs' nodes through
+    `next_functions`.
+    """
+
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None  # the node of the op that made this value
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def __repr__(self):
+        return f"Value({self.data:.4f})"
+
+    def record(self, name, data, inputs, backward):
+        """A new Value holding `data`: the result of op `name` on `inputs` (a tuple of Values),
+        recorded with the local `backward` if any input requires grad."""
+        ### BEGIN SOLUTION
+        out = Value(data)
+        if any(value.requires_grad for value in inputs):
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+            ]
+            out.requires_grad = True
+            out.grad_fn = Node(name, edges, backward)
+        return out
+        ### END SOLUTION
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        ### BEGIN SOLUTION
+        return self.record("AddBackward0", self.data + other.data, (self, other), lambda g: (g, g))
+        ### END SOLUTION
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        ### BEGIN SOLUTION
+        a, b = self.data, other.data
+        return self.record("MulBackward0", a * b, (self, other), lambda g: (g * b, g * a))
+        ### END SOLUTION
+
+    def tanh(self):
+        ### BEGIN SOLUTION
+        t = math.tanh(self.data)
+        return self.record("TanhBackward0", t, (self,), lambda g: (g * (1 - t * t),))
+        ### END SOLUTION
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+
+
+# %% nbgrader={"grade_id": "ex8_value_tests", "grade": true, "points": 4}
+with exercise(8):
+    x = Value(0.5, requires_grad=True)
+    square = x * x
+    y = square.tanh()
+    assert isinstance(y, Value) and abs(y.data - math.tanh(0.25)) < 1e-12, (
+        f"(x * x).tanh() at x = 0.5: expected Value({math.tanh(0.25):.4f}), got {y!r}"
+    )
+    assert y.requires_grad and y.grad_fn is not None, "y depends on x, which requires grad"
+    assert y.grad_fn.name() == "TanhBackward0", f"y.grad_fn.name() is {y.grad_fn.name()!r}"
+    ((node, nr),) = y.grad_fn.next_functions
+    assert node is square.grad_fn and nr == 0, (
+        "y.grad_fn.next_functions must be ((square.grad_fn, 0),): the node of the input"
+    )
+    edges = square.grad_fn.next_functions
+    assert edges == ((x.accumulate_grad, 0), (x.accumulate_grad, 0)), (
+        f"x * x must point twice at x.accumulate_grad, got {edges}"
+    )
+    (local,) = y.grad_fn(1.0)
+    assert abs(local - (1 - math.tanh(0.25) ** 2)) < 1e-12, (
+        f"TanhBackward0 called on 1.0 returns ({local},), expected (1 - tanh(0.25) ** 2,)"
+    )
+    edges = (x * 2).grad_fn.next_functions
+    assert len(edges) == 2 and edges[1] == (None, 0), (
+        f"x * 2 has one edge per input, the 2's is (None, 0): expected 2 edges, got {edges}"
+    )
+    data = Value(3.0) * 2 + 1
+    assert not data.requires_grad and data.grad_fn is None, (
+        "ops on values that do not require grad record nothing"
+    )
+    w = Value(-1.5, requires_grad=True)
+    out = x * w + w.tanh()
+    (mul, _), (tanh, _) = out.grad_fn.next_functions  # the chain rule, node by node:
+    from_mul, from_tanh = out.grad_fn(1.0)
+    dx, dw = mul(from_mul)
+    (dw_tanh,) = tanh(from_tanh)
+    assert abs(dx - w.data) < 1e-12, f"d(out)/dx = w = -1.5, got {dx}"
+    want = 1 - math.tanh(w.data) ** 2
+    assert abs(dw - x.data) < 1e-12 and abs(dw_tanh - want) < 1e-12, (
+        f"d(out)/dw = x + (1 - tanh(w)^2) = {x.data} + {want}, got {dw} + {dw_tanh}"
+    )
+    print("Visible tests passed.")
+
+### BEGIN HIDDEN TESTS
+from solutions.graph_construction import grade
+
+grade.recording_value(Value)
+### END HIDDEN TESTS
+
+
+# %% [markdown]
+# Now an ordinary Python function with a loop and a branch that depends on a value. Run
+# on PyTorch tensors, it records PyTorch's graph; run on `Value`s, it records yours. Your
+# `collect_nodes` walks both, and the gradients agree:
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import textwrap
+from types import SimpleNamespace
+
+
+def program(x, w, steps):
+    """Ordinary Python: a loop, and an `if` on the value computed so far."""
+    h = x
+    for _ in range(steps):
+        h = (h * w + 1).tanh()
+    if h.item() > 0.5:
+        h = h * x
+    else:
+        h = h * h + w
+    return h
+
+
+def record_program(lib):
+    """Record program(x, w, 3) with `lib.leaf` making the leaves; print nodes and gradients."""
+    x, w = lib.leaf(0.8), lib.leaf(-0.6)
+    out = program(x, w, 3)
+    names = [node.name().replace("torch::autograd::", "") for node in collect_nodes(out)]
+    print(f"out = {out.item():.5f}, {len(names)} nodes:")
+    print(textwrap.fill(", ".join(names), 44))
+    lib.backward(out)
+    print(f"x.grad = {float(x.grad):.5f}")
+    print(f"w.grad = {float(w.grad):.5f}")
+
+
+pytorch = SimpleNamespace(
+    __name__="PyTorch",
+    leaf=lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True),
+    backward=lambda out: out.backward(),
+)
+values = SimpleNamespace(
+    __name__="your Value",
+    leaf=lambda v: Value(v, requires_grad=True),
+    backward=backward_values,
+)
+with exercise(8):
+    minitorch.viz.compare(record_program, (pytorch, values))
+
+
+# %% [markdown]
+# The two columns are the same graph: `grad_fn` is the node of the op that made a value,
+# `next_functions` holds the edges to its inputs' nodes, and a lambda keeps what the local
+# backward needs, as PyTorch's `MulBackward0` keeps `_saved_self` and `_saved_other`.
+# Nothing described the program in advance: the loop ran three times and the `if` took
+# one branch, and each op that ran added one node. Another `x` could take the other branch
+# and record another graph. minitorch's `Function.apply` records the same way, with
+# tensors instead of floats.
 #
 # ## Summary
 #
@@ -1097,5 +1365,7 @@ else:
 # - Control flow that depends on the data gives a different graph on every forward. The
 #   parameters of a branch not taken keep `.grad` `None`; `zero_grad(set_to_none=False)`
 #   leaves zeros instead, which an optimizer with momentum still steps on.
+# - Recording is small enough to write: each op that runs makes a node holding its inputs'
+#   nodes (`next_functions`) and a local backward, and points its result's `grad_fn` at it.
 #
 # Next notebook: how `backward()` walks this graph.

@@ -8,8 +8,9 @@ diamonds, broadcast shape pairs, functions, models, data) on PyTorch and on mini
 student's answer on them and returns what it saw as plain data; solutions/backward/judge.py
 compares that with what the same test sees of the reference answer (NOTE [Hidden tests in two
 halves] in solutions/grading.py). Nothing here imports the reference: graph nodes are numbered
-from how the grader built each graph, the earlier exercise that run_backward builds on is
-replaced by a lookup table, and the snippets of exercise 9 come from the notebook's locked cell.
+from how the grader built each graph, the earlier exercises that run_backward builds on are
+replaced by a lookup table (topological_order) and the library's own reduction (sum_to_shape),
+and the snippets of exercise 9 and `gradient_shape` come from the notebook's locked cells.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import torch
 
+import minitorch
 from solutions.grading import (
     LIBRARIES,
     Failure,
@@ -275,6 +277,73 @@ def diamond_chain(lib: Any, diamonds: int = DIAMONDS) -> Graph:
     return keep.graph(h)
 
 
+# Shapes that all broadcast to BROADCAST_SHAPE.
+BROADCAST_SHAPE = (2, 4, 3)
+_BROADCAST_SHAPES = [(), (3,), (1, 3), (4, 1), (4, 3), (2, 1, 3), (2, 4, 1), (2, 4, 3)]
+
+
+def broadcast_graph(lib: Any, seed: int, n_ops: int, scalar: bool = True) -> Graph:
+    """A random expression over leaves whose shapes broadcast to (2, 4, 3), with fan-out and
+    reuse. PyTorch's nodes return the gradient of a broadcast input in the broadcast shape;
+    `sum(dim=0)` (on a leaf of shape (2, 3) and now and then on an intermediate value) makes a
+    node upstream of a broadcast that needs its gradient in its own shape."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    keep = Builder(lib)
+    shapes = rng.sample(_BROADCAST_SHAPES, 4)
+    leaves = [
+        keep.leaf(torch.rand(shape, generator=gen, dtype=torch.float64) - 0.5, rng.random() < 0.8)
+        for shape in shapes
+    ]
+    matrix = keep.leaf(torch.rand(2, 3, generator=gen, dtype=torch.float64) - 0.5, True)
+    for leaf in [*leaves, matrix]:
+        if leaf.requires_grad and rng.random() < 0.3:
+            leaf.grad = _leaf(
+                lib, torch.rand(leaf.shape, generator=gen, dtype=torch.float64), False
+            )
+    pool = [*leaves, keep(matrix.sum(dim=0))]
+
+    def pick() -> Any:
+        if rng.random() < 0.2:
+            return rng.choice(leaves)
+        return pool[max(0, len(pool) - 1 - int(rng.expovariate(0.4)))]
+
+    for _ in range(n_ops):
+        kind = rng.random()
+        if kind < 0.35:
+            pool.append(keep(rng.choice(_UNARY)(lib, pick())))
+        elif kind < 0.9:
+            pool.append(keep(rng.choice(_BINARY)(lib, pick(), pick())))
+        else:
+            value = pick()
+            pool.append(keep(value.sum(dim=0)) if value.dim() > 0 else value)
+    out = keep(keep(pool[-1] + pool[len(pool) // 2]) * pool[-2])
+    if tuple(out.shape) != BROADCAST_SHAPE:  # every leaf's gradient is a reduction of the output's
+        out = keep(out + _leaf(lib, torch.zeros(BROADCAST_SHAPE), False))
+    return keep.graph(keep(out.sum()) if scalar else out)
+
+
+def broadcast_reuse(lib: Any) -> Graph:
+    """w of shape (3,) broadcast over x (4, 3) and used again on its own: its node receives a
+    (4, 3) and a (3,) gradient from PyTorch's nodes."""
+    keep = Builder(lib)
+    x = keep.leaf(torch.tensor([[0.5, -1.0, 2.0]] * 4) * torch.arange(1.0, 5.0)[:, None], False)
+    w = keep.leaf(torch.tensor([0.5, -1.0, 2.0]), True)
+    return keep.graph(keep(keep(keep(x * w) + keep(w.sin())).sum()))
+
+
+def broadcast_through_a_reduction(lib: Any) -> Graph:
+    """W (2, 3) summed over its rows, then broadcast over x (4, 3) with a scalar s and a column
+    b (4, 1): SumBackward1 must receive a (3,) gradient, s a () one, b a (4, 1) one."""
+    keep = Builder(lib)
+    x = keep.leaf(torch.linspace(-1, 1, 12).reshape(4, 3), False)
+    big = keep.leaf(torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5]]), True)
+    s = keep.leaf(torch.tensor(1.5), True)
+    b = keep.leaf(torch.tensor([[0.1], [0.2], [0.3], [0.4]]), True)
+    h = keep(keep(keep(x * keep(big.sum(dim=0))).tanh()) * s)
+    return keep.graph(keep(keep(h + b).sum()))
+
+
 def _graph_cases(seed: int | None, n_random: int = 6) -> list[tuple[str, Callable[[Any], Graph]]]:
     """(description, builder(lib) -> Graph): the fixed small graphs, then random ones."""
     master = random.Random(seed)
@@ -342,7 +411,41 @@ def topological_order(answer: Any, seed: int) -> dict:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 2: run_backward
+# Exercise 2: sum_to_shape
+# -------------------------------------------------------------------------------------------------
+def _broadcast_pairs(seed: int | None, count: int = 14) -> list[tuple[tuple, tuple]]:
+    """(input shape, broadcast result shape) pairs, including the corner cases."""
+    rng = random.Random(seed)
+    pairs = [((), (2, 3)), ((3,), (4, 3)), ((4, 1), (4, 3)), ((2, 3), (2, 3)), ((1, 1), (5, 2))]
+    while len(pairs) < count:
+        out = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 4)))
+        keep = rng.randint(0, len(out))
+        shape = tuple(1 if rng.random() < 0.5 else n for n in out[len(out) - keep :])
+        pairs.append((shape, out))
+    return pairs
+
+
+@hidden_test("sum_to_shape")
+def sum_to_shape(answer: Any, seed: int) -> dict:
+    """Exercise 2: the reduced gradient for random broadcast shape pairs, on both libraries."""
+    check_callable(answer, "sum_to_shape")
+    gen = torch.Generator().manual_seed(random.Random(seed).randrange(2**31))
+    seen = {}
+    for shape, out_shape in _broadcast_pairs(seed):
+        grad = torch.rand(out_shape, generator=gen, dtype=torch.float64) - 0.5
+        for lib in LIBRARIES:
+            call = (
+                f"sum_to_shape(grad, {shape}) with grad of shape {list(out_shape)} "
+                f"({lib_name(lib)})"
+            )
+            got = quiet_call(answer, _leaf(lib, grad, False), shape, call=call)
+            expect(isinstance(got, lib.Tensor), f"{call} must return a {lib_name(lib)} tensor.")
+            seen[call] = got
+    return seen
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 3: run_backward
 # -------------------------------------------------------------------------------------------------
 def _root_gradient(lib: Any, out: Any, seed: int) -> Any:
     if out.dim() == 0:
@@ -383,9 +486,22 @@ class OrderTable:
         return list(nodes)
 
 
+def library_sum_to_shape(grad: Any, shape: Any) -> Any:
+    """The stand-in for the student's sum_to_shape while run_backward is graded: the
+    libraries' own reduction (PyTorch's `sum_to_size`, minitorch's `sum_to_shape`), so a wrong
+    exercise 2 costs only exercise 2."""
+    if isinstance(grad, torch.Tensor):
+        return grad.sum_to_size(tuple(shape))
+    return minitorch.ops.broadcasting.sum_to_shape(grad, tuple(shape))
+
+
+BROADCASTING = "broadcast"  # in the description of every case that broadcasts, and only there
+
+
 def _engine_cases(seed: int) -> list[tuple[str, Callable[[Any], Graph], float]]:
     """run_backward's cases: the small graphs, a deep chain, a chain of diamonds, random
-    graphs with scalar and with non-scalar outputs (and gradient=)."""
+    graphs with scalar and with non-scalar outputs (and gradient=), and graphs with
+    broadcasting."""
     small = _graph_cases(seed)
     master = random.Random(seed)
     cases = [(d, b, SMALL_CASE_SECONDS) for d, b in small[:2]]
@@ -408,18 +524,58 @@ def _engine_cases(seed: int) -> list[tuple[str, Callable[[Any], Graph], float]]:
                 SMALL_CASE_SECONDS,
             )
         )
+    cases.append(
+        (
+            "x (4, 3) * w (3,) + w.sin(): w broadcast and used on its own",
+            broadcast_reuse,
+            SMALL_CASE_SECONDS,
+        )
+    )
+    cases.append(
+        (
+            "(x (4, 3) * W.sum(dim=0)).tanh() * s () + b (4, 1): broadcast after a reduction",
+            broadcast_through_a_reduction,
+            SMALL_CASE_SECONDS,
+        )
+    )
+    for scalar in (True, True, False):
+        graph_seed, n_ops = master.randrange(2**31), master.randint(8, 30)
+        output = "a scalar output" if scalar else "an output of shape (2, 4, 3) and gradient="
+        cases.append(
+            (
+                f"a random graph of {n_ops} ops on shapes that broadcast to (2, 4, 3), with "
+                f"{output}",
+                lambda lib, s=graph_seed, n=n_ops, c=scalar: broadcast_graph(lib, s, n, c),
+                SMALL_CASE_SECONDS,
+            )
+        )
     return cases
+
+
+# What a run_backward that fails on a graph with broadcasting most likely missed.
+BROADCAST_HINT = (
+    "PyTorch's nodes return the gradient of a broadcast input in the broadcast shape: reduce "
+    "every gradient a node returns for (child, nr) with sum_to_shape(child_grad, "
+    "gradient_shape(child, nr)) as soon as the node returns it, before adding it to what "
+    "child has received."
+)
 
 
 @hidden_test("run_backward")
 def run_backward(answer: Any, seed: int) -> dict:
-    """Exercise 2: every leaf's .grad after run_backward(out, grad) (with what it held before),
+    """Exercise 3: every leaf's .grad after run_backward(out, grad) (with what it held before),
     whether run_backward returned None, left `grad` unchanged and made each .grad a tensor of
-    its own. The student's topological_order is replaced by an OrderTable."""
+    its own. The student's topological_order is replaced by an OrderTable, sum_to_shape by the
+    library's reduction, and gradient_shape is the notebook's locked one."""
     check_callable(answer, "run_backward")
     table = OrderTable()
     if isinstance(answer, types.FunctionType):
-        answer = with_globals(answer, topological_order=table)
+        answer = with_globals(
+            answer,
+            topological_order=table,
+            sum_to_shape=library_sum_to_shape,
+            gradient_shape=given("backward")["gradient_shape"],
+        )
     seen: dict[str, Any] = {}
     for index, (description, build, seconds) in enumerate(_engine_cases(seed)):
         for lib in LIBRARIES:
@@ -429,9 +585,18 @@ def run_backward(answer: Any, seed: int) -> dict:
             before = [None if leaf.grad is None else _values(leaf.grad) for leaf in graph.leaves]
             grad = _root_gradient(lib, graph.out, index)
             grad_values = _values(grad)
-            result = bounded_walk(
-                answer, graph.out, grad, call=f"run_backward(out, grad) {where}", seconds=seconds
-            )
+            try:
+                result = bounded_walk(
+                    answer,
+                    graph.out,
+                    grad,
+                    call=f"run_backward(out, grad) {where}",
+                    seconds=seconds,
+                )
+            except Failure as failure:
+                if BROADCASTING not in description or "took more than" in str(failure):
+                    raise
+                raise Failure(f"{str(failure).rstrip('.')}. {BROADCAST_HINT}") from None
             grads = [leaf.grad for leaf in graph.leaves]
             tensors = [g for g in grads if isinstance(g, lib.Tensor)]
             storages = [_storage(g) for g in tensors]
@@ -452,40 +617,6 @@ def run_backward(answer: Any, seed: int) -> dict:
                     for leaf, old, g in zip(graph.leaves, before, grads)
                 ],
             }
-    return seen
-
-
-# -------------------------------------------------------------------------------------------------
-# Exercise 3: sum_to_shape
-# -------------------------------------------------------------------------------------------------
-def _broadcast_pairs(seed: int | None, count: int = 14) -> list[tuple[tuple, tuple]]:
-    """(input shape, broadcast result shape) pairs, including the corner cases."""
-    rng = random.Random(seed)
-    pairs = [((), (2, 3)), ((3,), (4, 3)), ((4, 1), (4, 3)), ((2, 3), (2, 3)), ((1, 1), (5, 2))]
-    while len(pairs) < count:
-        out = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 4)))
-        keep = rng.randint(0, len(out))
-        shape = tuple(1 if rng.random() < 0.5 else n for n in out[len(out) - keep :])
-        pairs.append((shape, out))
-    return pairs
-
-
-@hidden_test("sum_to_shape")
-def sum_to_shape(answer: Any, seed: int) -> dict:
-    """Exercise 3: the reduced gradient for random broadcast shape pairs, on both libraries."""
-    check_callable(answer, "sum_to_shape")
-    gen = torch.Generator().manual_seed(random.Random(seed).randrange(2**31))
-    seen = {}
-    for shape, out_shape in _broadcast_pairs(seed):
-        grad = torch.rand(out_shape, generator=gen, dtype=torch.float64) - 0.5
-        for lib in LIBRARIES:
-            call = (
-                f"sum_to_shape(grad, {shape}) with grad of shape {list(out_shape)} "
-                f"({lib_name(lib)})"
-            )
-            got = quiet_call(answer, _leaf(lib, grad, False), shape, call=call)
-            expect(isinstance(got, lib.Tensor), f"{call} must return a {lib_name(lib)} tensor.")
-            seen[call] = got
     return seen
 
 

@@ -14,7 +14,7 @@ import functools
 import math
 from typing import Any
 
-from solutions.backward.grade import NO_PREDICTION
+from solutions.backward.grade import BROADCAST_HINT, BROADCASTING, NO_PREDICTION
 from solutions.grading import Failure
 from solutions.grading import observed as same_in_both_libraries
 from solutions.judging import is_tensor, partial
@@ -169,7 +169,28 @@ def topological_order(observed: dict, expected: dict) -> None:
 
 
 # -------------------------------------------------------------------------------------------------
-# Exercise 2: run_backward
+# Exercise 2: sum_to_shape
+# -------------------------------------------------------------------------------------------------
+def sum_to_shape(observed: dict, expected: dict) -> None:
+    """Exercise 2: the shape, values and dtype of the gradient PyTorch's autograd gives."""
+    for call, want in expected.items():
+        got = _tensor(observed[call], call)
+        if got["shape"] != want["shape"]:
+            raise Failure(
+                f"{call} has shape {got['shape']}, expected {want['shape']}. Sum the added "
+                "leading dimensions away; keep the stretched size-1 dimensions (keepdim=True)."
+            )
+        if not _close(got, want):
+            raise Failure(
+                f"{call}: the shape is right but the values are not the sums PyTorch's backward "
+                "gives. Every element of the input received the sum of the gradients of all "
+                "the elements it was copied to."
+            )
+        _check_dtype(got, want, call, "the result")
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 3: run_backward
 # -------------------------------------------------------------------------------------------------
 def _check_leaf_grad(got: dict, want: dict, where: str) -> None:
     if want["grad"] is None:
@@ -194,11 +215,22 @@ def _check_leaf_grad(got: dict, want: dict, where: str) -> None:
     if _close(got["grad"], want["grad"]):
         _check_dtype(got["grad"], want["grad"], where, ".grad")
         return
+    if got["grad"]["shape"] != want["grad"]["shape"]:
+        raise Failure(
+            f"{where}: .grad has shape {got['grad']['shape']}, the leaf has shape "
+            f"{want['grad']['shape']}. {BROADCAST_HINT}"
+        )
     old = want["before"]
     if old is not None and _close(got["grad"], _minus(want["grad"], old)):
         raise Failure(
             f"{where}: this leaf already had a .grad before the call, and you replaced it. "
             "Backward adds to an existing .grad (gradients accumulate)."
+        )
+    if BROADCASTING in where:
+        raise Failure(
+            f"{where}: .grad differs from what the library's own backward gives. Gradients "
+            "that reach a node along several paths add up elementwise only once each has the "
+            f"node's shape: adding a (4, 3) and a (3,) gradient broadcasts. {BROADCAST_HINT}"
         )
     raise Failure(
         f"{where}: .grad differs from what the library's own backward gives. Check that a "
@@ -208,7 +240,7 @@ def _check_leaf_grad(got: dict, want: dict, where: str) -> None:
 
 
 def run_backward(observed: dict, expected: dict) -> None:
-    """Exercise 2: every leaf's .grad as the library's backward leaves it; `grad` unchanged
+    """Exercise 3: every leaf's .grad as the library's backward leaves it; `grad` unchanged
     and no .grad sharing memory with it or with another .grad."""
     for where, want in expected.items():
         got = observed[where]
@@ -230,27 +262,6 @@ def run_backward(observed: dict, expected: dict) -> None:
                 ".grad (a node may pass the same tensor to several inputs). Store the first "
                 "gradient of a leaf as a copy: node_grad.clone()."
             )
-
-
-# -------------------------------------------------------------------------------------------------
-# Exercise 3: sum_to_shape
-# -------------------------------------------------------------------------------------------------
-def sum_to_shape(observed: dict, expected: dict) -> None:
-    """Exercise 3: the shape, values and dtype of the gradient PyTorch's autograd gives."""
-    for call, want in expected.items():
-        got = _tensor(observed[call], call)
-        if got["shape"] != want["shape"]:
-            raise Failure(
-                f"{call} has shape {got['shape']}, expected {want['shape']}. Sum the added "
-                "leading dimensions away; keep the stretched size-1 dimensions (keepdim=True)."
-            )
-        if not _close(got, want):
-            raise Failure(
-                f"{call}: the shape is right but the values are not the sums PyTorch's backward "
-                "gives. Every element of the input received the sum of the gradients of all "
-                "the elements it was copied to."
-            )
-        _check_dtype(got, want, call, "the result")
 
 
 # -------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ so a mistake in exercise 1 costs only exercise 1.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 import types
@@ -760,4 +761,287 @@ def graph_sizes(answer: Any, seed: int | None = None) -> dict:
         )
         unchanged = before == [(x.requires_grad, x.tolist()) for x in inputs]
         observed[f"on {where}"] = {"sizes": got, "inputs unchanged": unchanged}
+    return observed
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 8: Value, a recording value class. A program is a list of instructions run with a
+# leaf factory: the student's Value, or (in the tests) PyTorch's 0-d float64 tensors, which
+# record the graph the reference must match.
+# -------------------------------------------------------------------------------------------------
+LOCAL_GRADIENT = 1.5  # the gradient every op node is called on, alone
+Operand = int | float  # an earlier value's index, or a Python number
+
+
+def program_with_control_flow(steps: int, x0: float, w0: float) -> list[tuple]:
+    """The notebook's `program(x, w, steps)`: h = tanh(h * w + 1) `steps` times, then h * x if
+    h > 0.5, else h * h + w. The branch is decided here, on floats, the way the program decides
+    it on the values it computed."""
+    code: list[tuple] = [("leaf", x0, True), ("leaf", w0, True)]
+    h, index = x0, 0
+    for _ in range(steps):
+        code += [("mul", index, 1), ("add", len(code), 1.0), ("tanh", len(code) + 1)]
+        h, index = math.tanh(h * w0 + 1.0), len(code) - 1
+    if h > 0.5:
+        code.append(("mul", index, 0))
+    else:
+        code += [("mul", index, index), ("add", len(code), 1)]
+    return code
+
+
+def random_program(seed: int, n_ops: int) -> list[tuple]:
+    """Leaves with and without grad, then `n_ops` of add, mul and tanh on recent values (so
+    values are reused) and numbers on either side."""
+    rng = random.Random(seed)
+    code: list[tuple] = [
+        ("leaf", round(rng.uniform(-1.5, 1.5), 3), requires_grad)
+        for requires_grad in (True, True, rng.random() < 0.5, False)
+    ]
+
+    def operand() -> Operand:
+        if rng.random() < 0.2:
+            return round(rng.uniform(-2.0, 2.0), 2)
+        return max(0, len(code) - 1 - int(rng.expovariate(0.5)))
+
+    for _ in range(n_ops):
+        kind = rng.choice(("add", "mul", "mul", "tanh"))
+        if kind == "tanh":
+            code.append(("tanh", max(0, len(code) - 1 - int(rng.expovariate(0.5)))))
+            continue
+        a, b = operand(), operand()
+        if not isinstance(a, int) and not isinstance(b, int):
+            b = len(code) - 1
+        code.append((kind, a, b))
+    return code
+
+
+def recording_programs(seed: int | None) -> list[tuple[str, list[tuple]]]:
+    """(description, program): fixed programs first, then random ones."""
+    rng = random.Random(seed)
+    programs = [
+        ("y = (x * x).tanh()", [("leaf", 0.5, True), ("mul", 0, 0), ("tanh", 1)]),
+        (
+            "x * y + y.tanh(), y without grad",
+            [("leaf", 0.7, True), ("leaf", -1.2, False), ("mul", 0, 1), ("tanh", 1), ("add", 2, 3)],
+        ),  # fmt: skip
+        (
+            "numbers on both sides: 2 * x + 1, then 0.5 + x * 3",
+            [
+                ("leaf", -0.4, True),
+                ("mul", 2.0, 0),
+                ("add", 1, 1.0),
+                ("mul", 0, 3.0),
+                ("add", 0.5, 3),
+                ("mul", 2, 4),
+            ],
+        ),  # fmt: skip
+        (
+            "only values without grad: nothing is recorded",
+            [("leaf", 3.0, False), ("mul", 0, 2.0), ("add", 1, 1.0), ("tanh", 2)],
+        ),
+        ("program(x, w, 3), a loop and an if", program_with_control_flow(3, 0.8, -0.6)),
+        ("program(x, w, 1), the other branch", program_with_control_flow(1, 1.0, -1.5)),
+    ]
+    for number in range(1, 5):
+        program_seed, n_ops = rng.randrange(2**31), rng.randint(6, 14)
+        programs.append(
+            (f"random program {number}, {n_ops} ops", random_program(program_seed, n_ops))
+        )
+    return programs
+
+
+def _describe(code: list[tuple]) -> list[str]:
+    """Each instruction as the expression it computes: "v0 = leaf 0.5 (requires grad)",
+    "v2 = v0 * v1", "v3 = 2.0 + v1", "v4 = v3.tanh()"."""
+    names = []
+    for index, (kind, *args) in enumerate(code):
+        if kind == "leaf":
+            value, requires_grad = args
+            text = f"leaf {value}" + (" (requires grad)" if requires_grad else "")
+        elif kind == "tanh":
+            text = f"v{args[0]}.tanh()"
+        else:
+            a, b = (f"v{arg}" if isinstance(arg, int) else repr(arg) for arg in args)
+            text = f"{a} {'+' if kind == 'add' else '*'} {b}"
+        names.append(f"v{index} = {text}")
+    return names
+
+
+def run_program(code: list[tuple], leaf: Callable[[float, bool], Any]) -> list:
+    """Every value the program makes, in order; leaves from `leaf(value, requires_grad)`."""
+    values: list = []
+    for kind, *args in code:
+        if kind == "leaf":
+            values.append(leaf(*args))
+        elif kind == "tanh":
+            values.append(values[args[0]].tanh())
+        else:
+            a, b = (values[arg] if isinstance(arg, int) else arg for arg in args)
+            values.append(a + b if kind == "add" else a * b)
+    return values
+
+
+def _as_float(value: Any) -> Any:
+    """A float from a number or a 0-d tensor; the type's name otherwise."""
+    if isinstance(value, (torch.Tensor, minitorch.Tensor)) and value.numel() == 1:
+        return float(value.item())
+    if type(value) in (int, float, bool):
+        return float(value)
+    return f"a {type(value).__name__}"
+
+
+def _walk(out: Any, where: str) -> list:
+    """The nodes reachable from out.grad_fn, breadth-first, children in next_functions order.
+    An edge that does not point at a node (a value, a bare node without a pair) stops there."""
+    root = getattr(out, "grad_fn", None)
+    if root is None:
+        return []
+    nodes, seen = [root], {id(root)}
+    for node in nodes:  # the list grows while it is walked
+        edges = getattr(node, "next_functions", None)
+        expect(
+            isinstance(edges, (tuple, list)),
+            f"{where}: the {node_label(node)} node's next_functions is "
+            f"{type(edges).__name__}, not a tuple of (node, 0) pairs.",
+        )
+        for edge in edges:
+            child = edge[0] if isinstance(edge, (tuple, list)) and len(edge) == 2 else None
+            if child is not None and hasattr(child, "next_functions") and id(child) not in seen:
+                seen.add(id(child))
+                nodes.append(child)
+    return nodes
+
+
+def _edge(edge: Any, position: dict[int, int]) -> Any:
+    """[node number, output_nr], [None, output_nr], or a string naming what the edge holds."""
+    if not (isinstance(edge, (tuple, list)) and len(edge) == 2):
+        return f"a {type(edge).__name__} (not a (node, 0) pair)"
+    child, nr = edge
+    nr = nr if type(nr) is int else f"a {type(nr).__name__}"
+    if child is None:
+        return [None, nr]
+    if id(child) in position:
+        return [position[id(child)], nr]
+    return f"a {type(child).__name__} (not a node)"
+
+
+def _local_gradients(node: Any, edges: list, is_torch: bool, where: str) -> Any:
+    """What the op node returns when called on LOCAL_GRADIENT alone: one float per input that
+    has an edge (None for the others), or a string saying what it returned instead."""
+    grad = torch.tensor(LOCAL_GRADIENT, dtype=torch.float64) if is_torch else LOCAL_GRADIENT
+    result = call_student(node, grad, call=f"the {node_label(node)} node called on 1.5 {where}")
+    if is_torch and not isinstance(result, tuple):
+        result = (result,)
+    if not isinstance(result, (tuple, list)):
+        return f"a {type(result).__name__}, not a tuple"
+    if len(result) != len(edges):
+        return f"a tuple of {len(result)} gradients for {len(edges)} inputs"
+    return [
+        None if isinstance(edge, list) and edge[0] is None else _as_float(g)
+        for edge, g in zip(edges, result)
+    ]
+
+
+def _gradients(nodes: list, out: Any, is_torch: bool, where: str) -> dict[int, float]:
+    """The chain rule over the walked graph, in a topological order (Kahn's): d(out)/d(leaf)
+    per AccumulateGrad node (by number), from what each op node returns."""
+    position = {id(node): i for i, node in enumerate(nodes)}
+    children = [
+        [position.get(id(e[0])) if isinstance(e, (tuple, list)) and e else None for e in
+         node.next_functions]
+        for node in nodes
+    ]  # fmt: skip
+    consumers = [0] * len(nodes)
+    for edges in children:
+        for child in edges:
+            if child is not None:
+                consumers[child] += 1
+    one = torch.tensor(1.0, dtype=torch.float64) if is_torch else 1.0
+    grads: dict[int, Any] = {0: one}
+    ready, found = [0], {}
+    while ready:
+        i = ready.pop()
+        node, grad = nodes[i], grads.pop(i, 0.0)
+        if hasattr(node, "variable"):
+            found[i] = _as_float(grad)
+            continue
+        result = call_student(node, grad, call=f"the {node_label(node)} node {where}")
+        result = result if isinstance(result, (tuple, list)) else (result,)
+        for child, child_grad in zip(children[i], result):
+            if child is None:
+                continue
+            if child_grad is not None:
+                grads[child] = grads[child] + child_grad if child in grads else child_grad
+            consumers[child] -= 1
+            if consumers[child] == 0:
+                ready.append(child)
+    return found
+
+
+def observe_program(code: list[tuple], leaf: Callable[[float, bool], Any], where: str) -> dict:
+    """What recording `code` gives: each value's number, requires_grad and node name; the graph
+    from the last value (names, edges, the leaf behind each AccumulateGrad); what each op node
+    returns on 1.5; and d(out)/d(leaf) for every leaf that requires grad."""
+    is_torch = leaf is torch_leaf
+    values = call_student(run_program, code, leaf, call=where)
+    for value in values:
+        for attribute in ("data", "requires_grad", "grad_fn"):
+            expect(
+                hasattr(value, attribute),
+                f"{where}: a result of an op is a {type(value).__name__} without "
+                f".{attribute}; return a Value (made by record).",
+            )
+    out = values[-1]
+    nodes = _walk(out, where)
+    position = {id(node): i for i, node in enumerate(nodes)}
+    made_by = {id(v.grad_fn): i for i, v in enumerate(values) if v.grad_fn is not None}
+    leaves = {id(v): i for i, v in enumerate(values) if code[i][0] == "leaf"}
+    graph = []
+    for node in nodes:
+        edges = [_edge(edge, position) for edge in node.next_functions]
+        variable = getattr(node, "variable", None)
+        graph.append(
+            {
+                "name": node_label(node),
+                "edges": edges,
+                "made by": made_by.get(id(node)),
+                "leaf": None if variable is None else leaves.get(id(variable), "another value"),
+                "returns": None
+                if variable is not None
+                else _local_gradients(node, edges, is_torch, where),
+            }
+        )
+    well_formed = all(isinstance(edge, list) for item in graph for edge in item["edges"]) and all(
+        isinstance(item["returns"], (list, type(None))) for item in graph
+    )
+    gradients = _gradients(nodes, out, is_torch, where) if nodes and well_formed else {}
+    return {
+        "values": [_as_float(v.data) for v in values],
+        "requires grad": [v.requires_grad is True for v in values],
+        "grad_fn": [None if v.grad_fn is None else node_label(v.grad_fn) for v in values],
+        "graph": graph,
+        "gradients": {str(graph[i]["leaf"]): g for i, g in gradients.items()},
+    }
+
+
+def torch_leaf(value: float, requires_grad: bool) -> torch.Tensor:
+    """A 0-d float64 PyTorch leaf: what the reference Value must record like."""
+    return torch.tensor(value, dtype=torch.float64, requires_grad=requires_grad)
+
+
+@hidden_test("Value")
+def recording_value(answer: Any, seed: int | None = None) -> dict:
+    """Exercise 8: for every program, what recording it with the student's Value gives
+    (`observe_program`): judged against the reference, which records PyTorch's graphs."""
+    expect(
+        isinstance(answer, type),
+        f"expected a class, got {type(answer).__name__}: did you pass Value?",
+    )
+    observed = {}
+    for description, code in recording_programs(seed):
+        where = f"recording {description}"
+        observed[where] = {
+            "code": _describe(code),
+            **observe_program(code, lambda value, rg: answer(value, requires_grad=rg), where),
+        }
     return observed

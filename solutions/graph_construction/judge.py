@@ -343,3 +343,123 @@ def graph_sizes(observed: dict, expected: dict) -> None:
                     f"{where}: input {index} built a graph of {should} distinct nodes "
                     f"(AccumulateGrad included), you counted {have}."
                 )
+
+
+# -------------------------------------------------------------------------------------------------
+# Exercise 8: Value
+# -------------------------------------------------------------------------------------------------
+def _number_close(got: Any, want: Any) -> bool:
+    if want is None or got is None:
+        return got is want
+    return type(got) is float and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _edges_text(edges: list, graph: list) -> str:
+    """next_functions as the student reads them: ((MulBackward0, 0), (None, 0))."""
+    parts = []
+    for edge in edges:
+        if not isinstance(edge, list):
+            parts.append(str(edge))
+            continue
+        target, nr = edge
+        name = "None" if target is None else graph[target]["name"].replace("torch::autograd::", "")
+        parts.append(f"({name}, {nr})")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _check_edges(got: list, want: list, node: str, graph: list, where: str) -> None:
+    strays = [edge for edge in got if not isinstance(edge, list)]
+    if strays:
+        raise Failure(
+            f"{where}: next_functions of {node} holds {strays[0]}. Store the input's node: its "
+            "grad_fn for an op's result, its accumulate_grad for a leaf (None for a value "
+            "without grad), as a (node, 0) pair."
+        )
+    if len(got) != len(want):
+        raise Failure(
+            f"{where}: {node} has {len(got)} next_functions, PyTorch's has {len(want)}: "
+            f"{_edges_text(want, graph)}. One (node, 0) pair per input, in order, (None, 0) "
+            "for a number or a value that does not require grad."
+        )
+    for have, should in zip(got, want):
+        if should[0] is not None and have[0] is None:
+            leaf = graph[should[0]]["leaf"] is not None
+            hint = (
+                "a leaf that requires grad is reached through its accumulate_grad node"
+                if leaf
+                else "an input made by an op is reached through its grad_fn"
+            )
+            raise Failure(
+                f"{where}: {node} has next_functions {_edges_text(got, graph)}, PyTorch's "
+                f"{_edges_text(want, graph)}: {hint}."
+            )
+    if got != want:
+        raise Failure(
+            f"{where}: {node} has next_functions {_edges_text(got, graph)}, PyTorch's "
+            f"{_edges_text(want, graph)}."
+        )
+
+
+def recording_value(observed: dict, expected: dict) -> None:
+    """Exercise 8: the values, what is recorded for each, the graph from the output (names,
+    edges, leaves), what each node returns on 1.5, and the gradients: PyTorch's, which the
+    reference records (a test checks it)."""
+    for where, want in expected.items():
+        got = _result(observed, where, "Value")
+        code = want["code"]
+        for index, (have, should) in enumerate(zip(got["values"], want["values"], strict=True)):
+            if not _number_close(have, should):
+                raise Failure(f"{where}: {code[index]} is {have!r}, expected {should!r}.")
+        for index, should in enumerate(want["grad_fn"]):
+            have, needs = got["grad_fn"][index], want["requires grad"][index]
+            if got["requires grad"][index] is not needs:
+                rule = (
+                    "a result requires grad when any input does"
+                    if needs
+                    else "no input requires grad, so nothing is recorded"
+                )
+                raise Failure(
+                    f"{where}: {code[index]} has requires_grad {got['requires grad'][index]}, "
+                    f"expected {needs}: {rule}."
+                )
+            if should is None and have is not None:
+                raise Failure(
+                    f"{where}: {code[index]} got a grad_fn ({have}), but no input requires "
+                    "grad: then nothing is recorded and grad_fn stays None."
+                )
+            if have != should:
+                raise Failure(f"{where}: {code[index]} has grad_fn {have}, PyTorch's is {should}.")
+        graph, reference = got["graph"], want["graph"]
+        for have, should in zip(graph, reference):
+            made = should["made by"]
+            node = should["name"] + (f" of {code[made]}" if made is not None else "")
+            if have["name"] != should["name"] or have["leaf"] != should["leaf"]:
+                raise Failure(
+                    f"{where}: walking the graph from the output found {have['name']} where "
+                    f"PyTorch's has {node}."
+                )
+            _check_edges(have["edges"], should["edges"], node, reference, where)
+            returned, wanted = have["returns"], should["returns"]
+            if wanted is not None and not (
+                isinstance(returned, list)
+                and len(returned) == len(wanted)
+                and all(_number_close(a, b) for a, b in zip(returned, wanted))
+            ):
+                shown = [round(v, 6) if isinstance(v, float) else v for v in wanted]
+                raise Failure(
+                    f"{where}: {node} called on 1.5 returns {returned}, PyTorch's node returns "
+                    f"{shown} (None where an input has no edge): the local backward gives each "
+                    "input the gradient of the result times the derivative with respect to it."
+                )
+        if len(graph) != len(reference):
+            raise Failure(
+                f"{where}: walking the graph from the output finds {len(graph)} node(s), "
+                f"PyTorch's has {len(reference)}: {', '.join(n['name'] for n in reference)}."
+            )
+        for leaf, should in want["gradients"].items():
+            have = got["gradients"].get(leaf)
+            if not _number_close(have, should):
+                raise Failure(
+                    f"{where}: d(out)/d(v{leaf}) through your graph is {have!r}, PyTorch's "
+                    f"backward gives {should!r}."
+                )

@@ -9,7 +9,8 @@ Dependencies between exercises: the answers of exercises 2, 3 and 7 may call `co
 but their graders give them a stand-in for it (grade.py), so a wrong exercise-1 answer costs only
 exercise 1 (tests/test_graders_graph_construction.py checks this for every wrong answer below).
 No other graded cell uses `count_ops`, `find_leaves`, `predict_flags`, `Softplus`,
-`f_and_gradients` or `graph_sizes`.
+`f_and_gradients`, `graph_sizes` or `Value` (exercise 8 uses the locked `Node` and
+`AccumulateGrad`).
 
 `RIGHT_ANSWERS[grade_id]` are answers written differently that are right all the same (another
 walk where the statement allows any order, a Counter for a dict, ...): they must keep full marks.
@@ -24,6 +25,55 @@ class WrongAnswer(NamedTuple):
     name: str
     source: str
     why: str
+
+
+# Exercise 8's answer with one change each: `_value_with(old, new)` is the class below with the
+# lines `old` replaced by `new`.
+_VALUE = """\
+class Value:
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def record(self, name, data, inputs, backward):
+        out = Value(data)
+        if any(value.requires_grad for value in inputs):
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+            ]
+            out.requires_grad = True
+            out.grad_fn = Node(name, edges, backward)
+        return out
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        return self.record("AddBackward0", self.data + other.data, (self, other), lambda g: (g, g))
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        a, b = self.data, other.data
+        return self.record("MulBackward0", a * b, (self, other), lambda g: (g * b, g * a))
+
+    def tanh(self):
+        t = math.tanh(self.data)
+        return self.record("TanhBackward0", t, (self,), lambda g: (g * (1 - t * t),))
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+"""
+
+
+def _value_with(old: str, new: str) -> str:
+    """The answer to exercise 8 with the lines `old` (found once) replaced by `new`."""
+    assert _VALUE.count(old) == 1, old
+    return _VALUE.replace(old, new)
 
 
 WRONG_ANSWERS: dict[str, list[WrongAnswer]] = {
@@ -598,6 +648,85 @@ def graph_sizes(model, inputs):
             "changes its inputs: an input that requires grad adds its own nodes to the graph",
         ),
     ],
+    "ex8_value": [
+        WrongAnswer(
+            "always_records",
+            _value_with(
+                """\
+        if any(value.requires_grad for value in inputs):
+""",
+                """\
+        if True:
+""",
+            ),
+            "records every op, also when no input requires grad",
+        ),
+        WrongAnswer(
+            "values_as_edges",
+            _value_with(
+                """\
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+            ]
+""",
+                """\
+            edges = [(value, 0) for value in inputs]
+""",
+            ),
+            "stores the input values (micrograd's _prev) instead of their nodes",
+        ),
+        WrongAnswer(
+            "no_accumulate_grad_edges",
+            _value_with(
+                """\
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+            ]
+""",
+                """\
+            edges = [(value.grad_fn, 0) for value in inputs]
+""",
+            ),
+            "links only to grad_fn: a leaf's edge is None, so leaves get no gradient",
+        ),
+        WrongAnswer(
+            "edges_only_for_values_with_grad",
+            _value_with(
+                """\
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+            ]
+""",
+                """\
+            edges = [
+                (value.grad_fn, 0) if value.grad_fn is not None else (value.accumulate_grad, 0)
+                for value in inputs
+                if value.requires_grad
+            ]
+""",
+            ),
+            "leaves out the edge of a number or a value without grad: x * 2 gets one edge",
+        ),
+        WrongAnswer(
+            "mul_backward_own_factor",
+            _value_with(
+                "lambda g: (g * b, g * a)",
+                "lambda g: (g * a, g * b)",
+            ),
+            "gives each factor its own value as derivative instead of the other factor's",
+        ),
+        WrongAnswer(
+            "tanh_backward_of_the_input",
+            _value_with(
+                "lambda g: (g * (1 - t * t),)",
+                "lambda g: (g * (1 - self.data**2),)",
+            ),
+            "1 - x**2 of the input instead of 1 - tanh(x)**2 of the result",
+        ),
+    ],
 }
 
 
@@ -795,6 +924,63 @@ def graph_sizes(model, inputs):
     return sizes
 """,
             "its own depth-first walk with a set, no collect_nodes",
+        ),
+    ],
+    "ex8_value": [
+        WrongAnswer(
+            "nested_functions_and_a_loop",
+            """\
+class Value:
+    def __init__(self, data, requires_grad=False):
+        self.data = float(data)
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self.accumulate_grad = AccumulateGrad(self) if requires_grad else None
+
+    def item(self):
+        return self.data
+
+    def record(self, name, data, inputs, backward):
+        result = Value(data)
+        edges = []
+        for value in inputs:
+            node = value.grad_fn or value.accumulate_grad
+            edges.append((node, 0))
+            result.requires_grad = result.requires_grad or value.requires_grad
+        if result.requires_grad:
+            result.grad_fn = Node(name, tuple(edges), backward)
+        return result
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+
+        def add_backward(grad):
+            return grad, grad
+
+        return self.record("AddBackward0", self.data + other.data, (self, other), add_backward)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+
+        def mul_backward(grad):
+            return grad * other.data, grad * self.data
+
+        return self.record("MulBackward0", self.data * other.data, (self, other), mul_backward)
+
+    def tanh(self):
+        e = math.exp(2 * self.data)
+        result = (e - 1) / (e + 1)
+
+        def tanh_backward(grad):
+            return (grad * (1 - result**2),)
+
+        return self.record("TanhBackward0", result, (self,), tanh_backward)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+""",
+            "a loop and `or` for the edges, nested defs, tanh from exp",
         ),
     ],
 }
