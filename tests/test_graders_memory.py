@@ -23,6 +23,8 @@ EXPECTED_FEEDBACK = {
     ("ex1_saved_bytes", "parameters_always_counted"): "with the parameters' storages",
     ("ex1_saved_bytes", "output_node_only"): "Visit every node",
     ("ex1_saved_bytes", "data_ptr_of_each_view"): "expected",
+    ("ex1_saved_bytes", "recursive_walk"): "raised RecursionError",
+    ("ex1_saved_bytes", "no_seen_set"): "Remember the nodes you have seen in a set",
     ("ex2_train_epoch", "validation_loss_tensors_kept"): "memory peaked at",
     ("ex2_train_epoch", "detach_in_the_wrong_place"): "more bytes allocated than after 1",
     ("ex2_train_epoch", "no_grad_around_training"): "does not require grad",
@@ -36,6 +38,7 @@ EXPECTED_FEEDBACK = {
     ("ex4_checkpoint", "saves_activations_anyway"): "still keeps the activations",
     ("ex4_checkpoint", "gradients_of_inputs_only"): "grad is None",
     ("ex4_checkpoint", "recompute_without_enable_grad"): "does not require grad",
+    ("ex4_checkpoint", "reentrant_trap"): "the trap of PyTorch's reentrant checkpoint",
     ("ex5_best_segments", "most_segments"): "the best choice needs",
     ("ex5_best_segments", "forward_peak_only"): "the best choice needs",
     ("ex5_best_segments", "end_memory_not_peak"): "the best choice needs",
@@ -50,6 +53,7 @@ EXPECTED_FEEDBACK = {
     ("ex7_truncated_bptt", "detach_every_step"): "differs from the expected gradient",
     ("ex7_truncated_bptt", "retain_graph_instead_of_detach"): "differs from the expected",
     ("ex7_truncated_bptt", "last_chunk_dropped"): "expected the sum of the step losses",
+    ("ex7_truncated_bptt", "running_total_of_loss_tensors"): "more graph nodes were alive",
     ("ex8_half_precision_hooks", "one_copy_per_save"): "one copy per tensor",
     ("ex8_half_precision_hooks", "keeps_the_original"): "at most 0.6x",
     ("ex8_half_precision_hooks", "original_kept_in_the_cache"): "keeps the original tensors",
@@ -171,3 +175,38 @@ def test_grad_mode_left_off_costs_only_its_own_exercise() -> None:
     failed_tests, failed_cells = _run_notebook({"ex3_evaluate": wrong.source})
     assert failed_tests == ["ex3_evaluate_tests"]
     assert failed_cells == []
+
+
+def test_counted_walk_stops_a_walk_without_a_seen_set_and_restores_the_graph() -> None:
+    """Issue 33: exercise 1's walk bound counts reads of next_functions, not seconds. A walk
+    that visits each node once stays within it; one that follows every path is stopped after a
+    few hundred reads of a graph with 2**40 paths; the nodes get their own tuples back."""
+    x = minitorch.randn(3, 3, requires_grad=True)
+    h = x * 1.0
+    for _ in range(40):
+        h = h * h
+    out = h.sum()
+    nodes = memory.graph_nodes(out)
+
+    def follow_every_path(t: Any) -> int:
+        reads, stack = 0, [t.grad_fn]
+        while stack:
+            node = stack.pop()
+            reads += 1
+            stack.extend(child for child, _ in node.next_functions if child is not None)
+        return reads
+
+    with grade.counted_walk(out, "the reference"):
+        assert memory.saved_bytes(out) == NB.namespace["saved_bytes"](out)
+    with pytest.raises(grade.Failure, match="visits a node once for every path"):
+        with grade.counted_walk(out, "a walk without a seen set"):
+            follow_every_path(out)
+    assert all(type(node.next_functions) is tuple for node in nodes)
+    assert memory.graph_nodes(out) == nodes
+
+
+def test_reference_bptt_keeps_no_chunk_alive() -> None:
+    """Issue 33: the reference's truncated BPTT has as many graph nodes alive when the last
+    chunk starts as when the second does (the judge holds students to that figure)."""
+    seen = grade.truncated_bptt.observe(NB.namespace["truncated_bptt"], seed=3)
+    assert seen[grade.BPTT_NODES] == 0

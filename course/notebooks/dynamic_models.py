@@ -46,6 +46,8 @@
 # line and lets the rest of the notebook run.
 
 # %%
+import contextlib
+import io
 import os
 import random
 import tempfile
@@ -172,34 +174,9 @@ def three_passes(lib):
 compare(three_passes, (torch, minitorch))
 
 # %% [markdown]
-# Why care? An optimizer skips parameters whose `.grad` is None, but it **does** step
-# the ones holding a tensor, even an old or a zero one. `zero_grad()` sets gradients to
-# None (the default, `set_to_none=True`), so an unused branch is left alone.
-# `zero_grad(set_to_none=False)` fills them with zeros instead, and then momentum (or
-# weight decay) keeps moving a branch that no sample used:
-
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def unused_branch(lib):
-    for set_to_none in (True, False):
-        model = two_branches(lib)
-        optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        run_branch(model, lib.tensor([-1.0, -1.0])).backward()  # neg used once
-        optimizer.step()
-        before = model["neg"].weight.tolist()
-        for _ in range(3):  # then only positive inputs: neg is never used again
-            optimizer.zero_grad(set_to_none=set_to_none)
-            run_branch(model, lib.tensor([1.0, 1.0])).backward()
-            optimizer.step()
-        moved = not close(model["neg"].weight, lib.tensor(before))
-        print(
-            f"set_to_none={set_to_none!s:>5}: unused branch "
-            f"{'kept moving' if moved else 'stayed put'}"
-        )
-
-
-compare(unused_branch, (torch, minitorch))
+# An optimizer skips parameters whose `.grad` is None and steps the ones that hold a
+# tensor, even an old one: call `zero_grad()` before every step. Notebook 1 showed what
+# `zero_grad(set_to_none=False)` and momentum do to a branch that no sample used.
 
 # %% [markdown]
 # The branch can just as well be chosen by chance. `DynamicNet` below draws its number of
@@ -672,6 +649,65 @@ print("label:", labels[0].item())
 #    layer processes just the sequences still running. The final hidden state `h_n`
 #    of every sequence is its state at its own last step, in the batch's order.
 #
+# What packing keeps, on four sequences `a`, `b`, `c`, `d` of lengths 5, 2, 4 and 1 (step
+# `t` of sequence number `i` holds the number `10 i + t`, so each row of `packed.data` says
+# where it came from). `batch_sizes[t]` is the number of sequences **still running at step
+# t**, not the length of each sequence: it never grows, and its sum is the number of valid
+# steps (12). Inside each step the sequences sit longest first (`sorted_indices`):
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+LENGTHS = [5, 2, 4, 1]  # sequences a, b, c, d
+NAMES = "abcd"
+
+
+def packed_example(lib):
+    steps = max(LENGTHS)
+    padded = lib.tensor(
+        [[[10.0 * i + t if t < n else -1.0] for t in range(steps)] for i, n in enumerate(LENGTHS)]
+    )
+    packed = lib.nn.utils.rnn.pack_padded_sequence(
+        padded, lib.tensor(LENGTHS), batch_first=True, enforce_sorted=False
+    )
+    rows = [NAMES[int(v) // 10] + str(int(v) % 10) for v in packed.data.flatten().tolist()]
+    print("batch_sizes   ", packed.batch_sizes.tolist())
+    print("sorted_indices", packed.sorted_indices.tolist())
+    print("packed.data   ", " ".join(rows))
+    return packed.batch_sizes.tolist(), rows
+
+
+compare(packed_example, (torch, minitorch))
+
+# %%
+with contextlib.redirect_stdout(io.StringIO()):  # printed above
+    batch_sizes, rows = packed_example(minitorch)
+colors = dict(zip(NAMES, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 2.4), gridspec_kw={"width_ratios": [5, 9]})
+for i, n in enumerate(LENGTHS):
+    for t in range(max(LENGTHS)):
+        color, text = (colors[NAMES[i]], f"{NAMES[i]}{t}") if t < n else ("0.85", "pad")
+        left.add_patch(plt.Rectangle((t, -i), 0.9, 0.9, color=color))
+        left.text(t + 0.45, -i + 0.45, text, ha="center", va="center", fontsize=8)
+left.set_xlim(0, max(LENGTHS))
+left.set_ylim(-len(LENGTHS) + 1, 1)
+left.set_xticks([t + 0.45 for t in range(max(LENGTHS))], [f"t={t}" for t in range(max(LENGTHS))])
+left.set_yticks([0.45 - i for i in range(4)], [f"{c}, length {n}" for c, n in zip(NAMES, LENGTHS)])
+left.set_title("padded: [batch, steps]")
+x = 0
+for t, size in enumerate(batch_sizes):  # the rows of step t, then a gap
+    for row in rows[x : x + size]:
+        right.add_patch(plt.Rectangle((x + 0.5 * t, 0), 0.9, 0.9, color=colors[row[0]]))
+        right.text(x + 0.5 * t + 0.45, 0.45, row, ha="center", va="center", fontsize=8)
+        x += 1
+    right.text(x - size / 2 + 0.5 * t - 0.05, -0.4, f"t={t}: {size}", ha="center", fontsize=9)
+right.set_xlim(-0.2, x + 0.5 * len(batch_sizes))
+right.set_ylim(-0.8, 1.3)
+right.axis("off")
+right.set_title("packed.data, step by step; batch_sizes[t] under each step")
+plt.show()
+
+# %% [markdown]
 # The same code runs in PyTorch (`torch.nn.utils.rnn`) and minitorch
 # (`minitorch.nn.utils.rnn`). We check that the three agree, and time forward plus
 # backward of each on the same data:
@@ -967,7 +1003,8 @@ else:
 # A `Module` registers a submodule when you **assign** it to an attribute in
 # `__init__` (`self.layer = nn.Linear(...)`); `nn.ModuleList` and `nn.ModuleDict`
 # register the modules they hold. A plain Python `list` of layers is invisible to it:
-# the layers work, but they are neither trained nor saved.
+# the layers work, but they are neither trained, nor saved, nor moved by `.to()` (nor by
+# `.double()` or `.cuda()`), so after `model.double()` the forward pass fails.
 
 
 # %%
@@ -1025,6 +1062,42 @@ for cls in (BrokenMLP, ListMLP):
         f"same output twice: {close(model(x), model(x))}"
     )
 
+
+# %% [markdown]
+# What a module owns does not depend on what `forward` uses. Below, `listed` sits in a plain
+# list, `unused` is registered but never called. After `model.double()`:
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def what_a_module_owns(lib):
+    class Owner(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.listed = [lib.nn.Linear(2, 4)]  # a plain list: not registered
+            self.unused = lib.nn.Linear(4, 4)  # registered, never called
+            self.out = lib.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.out(self.listed[0](x).relu())
+
+    model = Owner().double()
+    for name, layer in (("listed[0]", model.listed[0]), ("unused", model.unused)):
+        print(f"{name:9}: {str(layer.weight.dtype)[6:]}, in parameters():", end=" ")
+        print(any(p is layer.weight for p in model.parameters()))
+    print("state_dict:", ", ".join(model.state_dict()))
+    try:
+        model(lib.ones(3, 2, dtype=lib.float64))
+    except RuntimeError as error:
+        print("forward: RuntimeError,", "same dtype" in str(error) and "mixed dtypes" or error)
+
+
+compare(what_a_module_owns, (torch, minitorch))
+
+# %% [markdown]
+# The registered `unused` layer is converted and saved (so is `hidden.2` of the `DynamicNet`
+# in section 2, which no step reached); the listed layer is left in float32 and its input
+# now is float64.
 
 # %% [markdown] nbgrader={"grade_id": "ex5_fixed_mlp_statement", "locked": true}
 # ### Exercise 5 (3 points): fix the model
@@ -1548,8 +1621,8 @@ grade.predict_loading(predict_loading)
 # - A parameter gets a gradient only from passes that used it. Once used, its `.grad`
 #   stays a tensor (not updated by later passes) until `zero_grad()` sets it back to
 #   None; zero tensors still get stepped by momentum and weight decay.
-# - A model that draws its depth per batch still owns, and saves, all its layers; a step
-#   leaves `.grad` None on the layers it did not reach.
+# - A model that draws its depth per batch still owns, saves and moves (`.to()`) all its
+#   layers; a step leaves `.grad` None on the layers it did not reach.
 # - `no_grad` inside `forward` cuts every layer before the block off from the loss, and the
 #   loss still goes down. To keep a layer from training, freeze its parameters
 #   (`requires_grad_(False)`).
@@ -1560,10 +1633,12 @@ grade.predict_loading(predict_loading)
 # - Sequences of different lengths: loop (slow), pad and mask (computes the padding,
 #   then ignores it), or pack (computes only valid steps). Whatever reads padded outputs
 #   must use the lengths: the last valid step is at `length - 1`; a mean divides by the
-#   length.
+#   length. A packed sequence stores the valid steps step by step: `batch_sizes[t]` is how
+#   many sequences are still running at step t.
 # - Recursive models build one graph per sample, following its structure.
 # - Create layers in `__init__`, hold them in `nn.ModuleList` / `nn.ModuleDict`: layers
-#   made in `forward` or kept in a Python list are not trained and not saved.
+#   made in `forward` or kept in a Python list are not trained, not saved and not moved
+#   by `.to()`.
 # - A saved model is its `state_dict`: names and tensors. The code of `forward` is not in
 #   it; the model you load into decides what is computed.
 #

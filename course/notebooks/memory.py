@@ -27,8 +27,9 @@
 # - read a memory timeline: rising through the forward pass, falling through backward;
 # - control the graph's lifetime (`backward`, `retain_graph`, references to outputs) and
 #   avoid recording one (`no_grad`, `inference_mode`, `detach`, `.item()`);
-# - find and fix the classic leaks of training loops;
+# - find and fix the classic leaks of training loops, and reference cycles with `gc`;
 # - see what the graph's nodes themselves cost, which no count of storages shows;
+# - read PyTorch's own figures with `torch.profiler`, side by side with minitorch's;
 # - trade computation for memory: gradient checkpointing, micro-batches, truncated
 #   backpropagation through time, and saved-tensor hooks that store activations in half
 #   precision;
@@ -49,11 +50,14 @@
 # line and lets the rest of the notebook run.
 
 # %%
+import collections
 import contextlib
 import copy
 import gc
 import math
+import os
 import tracemalloc
+import warnings
 import weakref
 
 import matplotlib.pyplot as plt
@@ -62,7 +66,7 @@ from IPython.display import display
 
 import minitorch
 from minitorch import memory, nn
-from minitorch.autograd.graph import saved_tensors, saved_tensors_hooks
+from minitorch.autograd.graph import Node, saved_tensors, saved_tensors_hooks
 from minitorch.memory import track
 from minitorch.notebook import exercise
 from minitorch.utils.checkpoint import checkpoint_sequential
@@ -162,8 +166,10 @@ else:
 #
 # Write `saved_bytes(t, include_parameters=False)`: the number of bytes that the graph
 # behind `t` keeps alive through the tensors its nodes saved. Walk every node reachable
-# from `t.grad_fn` through `next_functions` (with a list of nodes still to visit, not
-# recursion) and read `saved_tensors(node)`, a list of `(name, tensor)` pairs.
+# from `t.grad_fn` through `next_functions` and read `saved_tensors(node)`, a list of
+# `(name, tensor)` pairs. Keep a list of nodes still to visit, not recursion (graphs can be
+# thousands of ops deep), and a set of the nodes already seen: in `h = h * h` repeated 40
+# times, 2**40 paths lead to the first node, and a walk without that set follows each.
 #
 # Memory belongs to **storages**, not tensors: views (`h[0]`, `h.t()`) and the same
 # tensor saved by two nodes share one. Identify a storage with
@@ -173,7 +179,9 @@ else:
 # Unless `include_parameters` is True, leave out the storages of **parameters**: the
 # `node.variable` of every AccumulateGrad node and saved tensors that are leaves
 # requiring grad. Return 0 when `t.grad_fn` is None. The graphs have no saved-tensor
-# hooks. The grader compares with `minitorch.memory.saved_bytes` on several models.
+# hooks. The grader compares with `minitorch.memory.saved_bytes` on several models, a chain
+# of 5,000 ops and that `h = h * h` graph, where it stops a walk that reads the nodes'
+# `next_functions` many more times than a walk that visits each node once.
 
 
 # %% nbgrader={"grade_id": "ex1_saved_bytes", "solution": true}
@@ -234,6 +242,11 @@ with exercise(1):
     for include in (False, True):
         got, want = saved_bytes(loss, include), memory.saved_bytes(loss, include_parameters=include)
         assert got == want, f"deep_mlp(3, 5), include_parameters={include}: {want} bytes, got {got}"
+    h = x.sin()
+    for _ in range(3000):  # deeper than Python's recursion limit
+        h = h.sin()
+    got, want = saved_bytes(h.sum()), memory.saved_bytes(h.sum())
+    assert got == want, f"a chain of 3,000 sin: {want} bytes, got {got}"
     print("saved_bytes agrees with minitorch.memory.saved_bytes on these graphs")
 
 ### BEGIN HIDDEN TESTS
@@ -254,6 +267,7 @@ grade.saved_bytes(saved_bytes)
 # %%
 model = deep_mlp(12, 64)
 x = minitorch.randn(256, 64, dtype=torch.float64)
+loss = None  # free section 1's graph now, not in the middle of the measurement
 with track(timeline=True) as mem:
     loss = model(x).pow(2).mean()
     after_forward = mem.current_bytes
@@ -278,6 +292,59 @@ if torch.cuda.is_available():
     del gpu_model
 else:
     print("no CUDA device here: minitorch's own figures only")
+
+# %% [markdown]
+# ### PyTorch's own view: `torch.profiler`
+#
+# On a CPU, PyTorch has no `memory_allocated()`. Its profiler, with `profile_memory=True`,
+# records every allocation and release of PyTorch's allocator: each event's
+# `self_cpu_memory_usage` is what its op allocated minus what it released, so adding them up
+# in time order gives the timeline and its peak. The same step, on a PyTorch copy of the model
+# (same shapes, float64), side by side with `track()`:
+
+
+# %%
+os.environ["KINETO_LOG_LEVEL"] = "10"  # else the profiler logs its start and stop on stderr
+
+
+def profiled_bytes(run):
+    # (peak, end, profile) of the bytes PyTorch's allocator handed out while run() ran, on top
+    # of what it held before, added up in time order from the profiler's memory events.
+    with torch.profiler.profile(profile_memory=True) as prof:
+        run()
+    events = prof.events()
+    changes = sorted((e.time_range.start, e.self_cpu_memory_usage) for e in events)
+    current = peak = 0
+    for _, change in changes:
+        current += change
+        peak = max(peak, current)
+    return peak, current, prof
+
+
+torch.manual_seed(0)
+torch_model = torch.nn.Sequential(
+    *[torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh()) for _ in range(12)]
+).double()
+torch_x = torch.randn(256, 64, dtype=torch.float64)
+torch_model(torch_x).pow(2).mean().backward()  # a first step outside the profile: warm-up
+torch_model.zero_grad()
+torch_peak, torch_end, prof = profiled_bytes(lambda: torch_model(torch_x).pow(2).mean().backward())
+forward_peak, _, _ = profiled_bytes(lambda: torch_model(torch_x).pow(2).mean().item())
+ours_peak, ours_end = mem.peak_bytes - mem.start_bytes, mem.end_bytes - mem.start_bytes
+print(f"{'one training step':22} {'minitorch, track()':>20} {'PyTorch, profiler':>20}")
+print(f"{'peak':22} {kib(ours_peak):>20} {kib(torch_peak):>20}")
+print(f"{'left (the gradients)':22} {kib(ours_end):>20} {kib(torch_end):>20}")
+print(f"PyTorch's forward pass alone peaks at {kib(forward_peak)}")
+print("what PyTorch's ops allocated in the step, by op:")
+for op in sorted(prof.key_averages(), key=lambda op: -op.self_cpu_memory_usage)[:4]:
+    print(f"  {op.key:22} {op.count:3} calls {kib(op.self_cpu_memory_usage)}")
+
+# %% [markdown]
+# The same gradients are left in both. PyTorch peaks in its forward pass (the forward alone
+# peaks as high): the twelve tanh outputs its graph saves and one temporary, 13 x 128 KiB.
+# minitorch's backward holds more temporaries at once, so its peak comes during backward. The
+# profiler counts what PyTorch's tensor allocator hands out: the graph's nodes, C++ objects,
+# are not in it (section 5 comes back to them), and it slows every op down while it runs.
 
 # %% [markdown]
 # ## 3. How long the graph lives
@@ -325,13 +392,16 @@ for state, (alive, saved) in states.items():
 # - `with minitorch.no_grad():` records nothing, so ops save nothing and each
 #   intermediate dies as soon as the next op has used it;
 # - `with minitorch.inference_mode():` does the same and also marks the results as
-#   inference tensors, which can never enter a graph later;
+#   **inference tensors**, which stay restricted once the block is over (demonstrated
+#   below);
 # - `t.detach()` is a new tensor sharing `t`'s storage, cut from the graph; it does not
 #   undo the recording that already happened;
 # - `t.item()` turns a one-element tensor into a Python number, which holds no graph.
 #
 # Beware of look-alikes: `model.eval()` changes layers such as dropout but still records,
-# and `torch.no_grad()` is PyTorch's switch, not minitorch's. The peak of one forward pass:
+# and `torch.no_grad()` is PyTorch's switch: minitorch's ops do not read it (inside it,
+# `minitorch.is_grad_enabled()` is still True). The peak of one forward pass of a minitorch
+# model, and of the same model in PyTorch measured with the profiler of section 2:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -357,22 +427,79 @@ def forward_in(context):
 
 peaks = {
     "grad mode on": peak_of(forward_in(contextlib.nullcontext())),
-    "torch.no_grad() (PyTorch's)": peak_of(forward_in(torch.no_grad())),
     "minitorch.no_grad()": peak_of(forward_in(minitorch.no_grad())),
     "minitorch.inference_mode()": peak_of(forward_in(minitorch.inference_mode())),
 }
 model.eval()
 peaks["model.eval()"] = peak_of(forward_in(contextlib.nullcontext()))
 model.train()
+torch_model = torch.nn.Sequential(
+    *[torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh()) for _ in range(8)]
+).double()
+torch_x = torch.randn(256, 64, dtype=torch.float64)
+torch_peaks = {}
+for name, context in (
+    ("grad mode on", contextlib.nullcontext),
+    ("torch.no_grad()", torch.no_grad),
+    ("torch.inference_mode()", torch.inference_mode),
+):
+    with context():
+        torch_peaks[name], _, _ = profiled_bytes(lambda: torch_model(torch_x).pow(2).mean().item())
 for name, peak in peaks.items():
-    print(f"{name:30} peak {kib(peak)}")
+    print(f"minitorch, {name:28} peak {kib(peak)}")
+for name, peak in torch_peaks.items():
+    print(f"PyTorch,   {name:28} peak {kib(peak)}")
+with torch.no_grad():
+    print("inside torch.no_grad(): minitorch.is_grad_enabled() is", minitorch.is_grad_enabled())
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 2.8))
-ax.barh(list(peaks), [p / 1024 for p in peaks.values()], color="tab:blue")
+fig, ax = plt.subplots(figsize=(7, 3))
+labels = [f"minitorch: {n}" for n in peaks] + [f"PyTorch: {n}" for n in torch_peaks]
+values = [p / 1024 for p in [*peaks.values(), *torch_peaks.values()]]
+ax.barh(labels, values, color=["tab:blue"] * len(peaks) + ["tab:orange"] * len(torch_peaks))
 ax.invert_yaxis()
 ax.set_xlabel("peak of one forward pass (KiB, measured)")
 plt.show()
+
+# %% [markdown]
+# An inference tensor is not barred from graphs. Outside inference mode it can be an
+# **input** of a recorded op, as long as the op does not need to **save** it: `w + t`
+# records (addition saves nothing), `w * t` raises, because the gradient of `w` needs `t`.
+# It can also never require grad. PyTorch 2.13 and minitorch alike:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for lib in (torch, minitorch):
+    with lib.inference_mode():
+        t = lib.ones(3)
+    w = lib.ones(3, requires_grad=True)
+    for text, op in (
+        ("w + t", lambda w, t: w + t),
+        ("w * t", lambda w, t: w * t),
+        ("t.requires_grad_()", lambda w, t: t.requires_grad_()),
+    ):
+        try:
+            result = op(w, t)
+            outcome = f"records {result.grad_fn.name()}" if result.grad_fn else "works"
+        except RuntimeError as error:
+            outcome = f"RuntimeError: {str(error).split('.')[0]}"
+        print(f"{lib.__name__:9} {text:19} {outcome}")
+
+# %% [markdown]
+# Nor can it be changed in place outside inference mode. PyTorch checks this after the
+# write (2.13: the values have changed when the error arrives); minitorch raises the same
+# error before it writes anything.
+# `t.clone()` is an ordinary tensor that can do all three.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+with torch.inference_mode():
+    t = torch.ones(3)
+try:
+    t.add_(1)
+except RuntimeError as error:
+    print("RuntimeError:", str(error).split(".")[0])
+print("t is now", t.tolist(), "| t.clone().is_inference():", t.clone().is_inference())
 
 
 # %% [markdown]
@@ -485,6 +612,7 @@ print(
     f"graph of the leaky total: {leaky_nodes} nodes, {memory.graph_bytes(leaky_total) / 1024:.1f}"
     f" KiB, {memory.graph_bytes(leaky_total) / 201:.0f} bytes per step"
 )
+del leaky_total  # and its graph
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True)
@@ -503,34 +631,110 @@ axes[1].legend()
 plt.show()
 
 # %% [markdown]
-# Is that count real? `node_bytes` adds up `sys.getsizeof` of each node and of the objects it
-# owns (NOTE [Node memory] in `minitorch/memory.py`). Python's `tracemalloc` sees every
-# allocation Python makes; it slows the program down, so it runs only for 100 steps here:
-
-# %%
-gc.collect()
-nodes_before = memory.node_bytes(memory.live_nodes())
-tracemalloc.start()
-traced_before = tracemalloc.get_traced_memory()[0]
-checked_total, _ = train_with_running_total(100, keep_graph=True, every=100)
-gc.collect()
-traced = tracemalloc.get_traced_memory()[0] - traced_before
-tracemalloc.stop()
-counted = memory.node_bytes(memory.live_nodes()) - nodes_before
-print(f"101 steps of total += loss: node_bytes {counted / 1024:.0f} KiB more,", end=" ")
-print(f"tracemalloc {traced / 1024:.0f} KiB more (ratio {counted / traced:.2f})")
-del checked_total, leaky_total
+# `node_bytes` adds up `sys.getsizeof` of each node and of the objects it owns (NOTE [Node
+# memory] in `minitorch/memory.py`; section 12 checks it against Python's `tracemalloc`).
+# PyTorch's nodes are C++ objects, out of sight of Python's tools and of the profiler, which
+# counts tensors. Its only outside figure is the process's resident memory, which grows once
+# the allocator has used up the memory freed earlier. With this model, in a fresh process on
+# this project's machine (PyTorch 2.13, CPU), 20,000 steps of `total += loss` grew it by
+# 186 MB, about 9.3 KB per step, and 20,000 steps of `total += loss.item()` by 0.16 MB: the
+# same order as minitorch's nodes. A count of storages sees none of it: count the nodes, or
+# watch the process.
 
 # %% [markdown]
-# The count is about a tenth lower: `tracemalloc` also sees the model and the batch that
-# `train_with_running_total` made, and the allocator's rounding. PyTorch's nodes are C++
-# objects, out of sight of both tools. Its only outside figure is the process's resident
-# memory, which grows once the allocator has used up the memory freed earlier. With this
-# model, in a fresh process on this project's machine (PyTorch 2.13, CPU), 20,000 steps of
-# `total += loss` grew it by 186 MB, about 9.3 KB per step, and 20,000 steps of
-# `total += loss.item()` by 0.16 MB: the same order as minitorch's nodes. A count of storages
-# sees none of it: count the nodes, or watch the process.
+# ### Reference cycles: what `del` does not free
+#
+# Python frees an object as soon as nothing refers to it, except the objects of a
+# **reference cycle**, which refer to each other: they wait for the garbage collector (`gc`),
+# which runs from time to time. A graph can be part of a cycle. A module that keeps its last
+# output (`self.last_output = out`, for logging) refers to the graph; a hook on that output
+# written as a lambda that uses `self` makes the graph refer to the module. After `del`,
+# the module, its parameters and gradients, the output and its graph all stay allocated until
+# the next collection. `gc.DEBUG_SAVEALL` makes the collector keep what it finds in
+# `gc.garbage`, so that we can look at the cycle. Measured with `memory_allocated()`, the
+# collector held off meanwhile so that it cannot run at a random moment:
 
+
+# %%
+# NBVAL_CHECK_OUTPUT
+class Probe(nn.Module):
+    # A Linear layer that keeps its last output and the norm of every gradient that reaches it.
+    def __init__(self, width, keep_graph=True):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.norms = []
+        self.keep_graph = keep_graph
+
+    def forward(self, x):
+        out = self.linear(x)
+        self.last_output = out if self.keep_graph else out.detach()  # the graph, or values only
+        out.register_hook(lambda grad: self.norms.append(grad.norm().item()))  # refers to self
+        return out
+
+
+def what_the_collector_finds(keep_graph):
+    # Bytes still allocated after `del probe` and after a collection; what the collector found.
+    gc.collect()
+    gc.disable()
+    start = memory.memory_allocated()
+    probe = Probe(64, keep_graph).double()
+    probe(x).tanh().sum().backward()
+    del probe
+    after_del = memory.memory_allocated() - start
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.collect()
+    found = collections.Counter(
+        o.name().split("::")[-1] if isinstance(o, Node) else type(o).__name__
+        for o in gc.garbage
+        if isinstance(o, (nn.Module, minitorch.Tensor, Node))
+    )
+    gc.set_debug(0)
+    gc.garbage.clear()
+    gc.collect()  # now frees them
+    gc.enable()
+    return after_del, memory.memory_allocated() - start, sorted(found.items())
+
+
+x = minitorch.randn(256, 64, dtype=torch.float64)
+for keep_graph in (True, False):
+    after_del, after_collect, found = what_the_collector_finds(keep_graph)
+    kept = "out" if keep_graph else "out.detach()"
+    print(f"self.last_output = {kept:13} after del {kib(after_del)}, after gc {kib(after_collect)}")
+    print(f"    the collector found: {', '.join(f'{n} {k}' for k, n in found) or 'nothing'}")
+
+# %% [markdown]
+# Keeping `out.detach()` breaks the cycle: the module refers to values, not to the graph, so
+# `del` frees everything at once. So does a hook that refers to what it needs
+# (`norms = self.norms`, then `lambda grad: norms.append(...)`) rather than to `self`.
+#
+# In PyTorch the same cycle is worse: the hook is held by a C++ node, where Python's
+# collector cannot follow references, so no collection ever frees it. PyTorch 2.13:
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+class TorchProbe(torch.nn.Module):
+    def __init__(self, width, keep_graph=True):
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+        self.norms = []
+        self.keep_graph = keep_graph
+
+    def forward(self, x):
+        out = self.linear(x)
+        self.last_output = out if self.keep_graph else out.detach()
+        out.register_hook(lambda grad: self.norms.append(grad.norm().item()))
+        return out
+
+
+for keep_graph in (True, False):
+    probe = TorchProbe(8, keep_graph)
+    probe(torch.randn(4, 8)).tanh().sum().backward()
+    alive = weakref.ref(probe)  # does not keep it alive
+    del probe
+    gc.collect()
+    kept = "out" if keep_graph else "out.detach()"
+    print(f"self.last_output = {kept:13} after del and gc.collect(): alive = {alive() is not None}")
 
 # %% [markdown] nbgrader={"grade_id": "ex2_train_epoch_statement", "locked": true}
 # ### Exercise 2 (3 points): a training loop that does not leak
@@ -683,6 +887,14 @@ grade.evaluate(evaluate)
 # PyTorch's `torch.utils.checkpoint.checkpoint`. Timeline of
 # the step from section 2, checkpointed in 4 segments of 3 blocks: the forward rises less,
 # and backward shows four bumps, one per recomputed segment.
+#
+# `use_reentrant` chooses between PyTorch's two implementations. The **reentrant** one
+# (`True`) runs `fn` inside a custom `Function` whose backward runs `fn` again and calls
+# backward on it from inside the engine's own backward (it re-enters the engine): exercise 4
+# below builds it. The **non-reentrant** one (`False`, the one PyTorch recommends) records
+# `fn`'s graph as usual with saved-tensor hooks (section 10) that keep nothing and recompute
+# on demand. minitorch has only the non-reentrant one and accepts either value. PyTorch 2.13
+# still runs the reentrant one when the argument is left out, with a warning.
 
 # %%
 model = deep_mlp(12, 64)
@@ -707,6 +919,33 @@ print(f"peak: plain {kib(plain_peak)}, checkpointed {kib(checkpointed_peak)}")
 
 
 # %% [markdown]
+# The reentrant variant has a trap. A `Function` records a node only if one of its
+# **inputs** requires grad, and the first segment's input is usually data. Then nothing is
+# recorded for that segment: its output does not require grad, and its parameters get no
+# gradient, with only a warning. PyTorch 2.13, a two-segment model whose first segment is
+# checkpointed:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for reentrant in (True, False):
+    torch.manual_seed(0)
+    first = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh())
+    second = torch.nn.Linear(8, 1)
+    data = torch.randn(16, 4)  # does not require grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h = torch.utils.checkpoint.checkpoint(first, data, use_reentrant=reentrant)
+    second(h).sum().backward()
+    told = "; warns: " + str(caught[0].message) if caught else ""
+    print(f"use_reentrant={reentrant}: first[0].weight.grad is", end=" ")
+    print(f"{'None' if first[0].weight.grad is None else 'set'}{told}")
+
+# %% [markdown]
+# Had every segment been checkpointed, nothing at all would require grad and
+# `loss.backward()` would raise. The usual fix is to give the `Function` an input that
+# requires grad: a copy of the data, `data.detach().requires_grad_()`. Exercise 4 asks for it.
+
+# %% [markdown]
 # How can backward run a forward pass again? A custom `Function` decides what it saves.
 # Its `forward` runs with recording **off** (as you saw in notebook 1), so whatever `fn`
 # computes inside it builds no graph and saves nothing: only what `forward` passes to
@@ -716,8 +955,9 @@ print(f"peak: plain {kib(plain_peak)}, checkpointed {kib(checkpointed_peak)}")
 # %% [markdown] nbgrader={"grade_id": "ex4_checkpoint_statement", "locked": true}
 # ### Exercise 4 (5 points): checkpoint, written as a Function
 #
-# Complete the `Function` `Checkpoint`, so that `checkpoint(fn, *inputs)` returns
-# `fn(*inputs)` (one tensor) while keeping only `inputs` for backward:
+# Complete the `Function` `Checkpoint` and the function `checkpoint`, so that
+# `checkpoint(fn, *inputs)` returns `fn(*inputs)` (one tensor) while keeping only `inputs`
+# for backward:
 #
 # - `forward(ctx, fn, *inputs)`: remember `fn` on `ctx`, save the inputs, return
 #   `fn(*inputs)`;
@@ -726,9 +966,14 @@ print(f"peak: plain {kib(plain_peak)}, checkpointed {kib(checkpointed_peak)}")
 #   into the outer graph), run `fn` on them again **under `minitorch.enable_grad()`**
 #   (backward runs with grad mode off), backward through the result with `grad` (this
 #   also accumulates into the parameters `fn` uses), and return one gradient per
-#   argument of `forward`: `None` for `fn`, then each fresh leaf's `.grad`.
+#   argument of `forward`: `None` for `fn`, then each fresh leaf's `.grad`;
+# - `checkpoint(fn, *inputs)`: `Checkpoint.apply(fn, *inputs)`, avoiding the reentrant trap
+#   above: when no input requires grad, pass copies that do (`x.detach().requires_grad_()`)
+#   instead, so that a node is recorded and `fn`'s parameters get their gradients. The
+#   inputs are floating-point tensors.
 #
-# The grader runs a 16-block MLP as 4 checkpointed segments and checks identical gradients
+# The grader runs a 16-block MLP as 4 checkpointed segments, once with an input that
+# requires grad and once with data that does not, and checks identical gradients
 # (parameters and input) and a lower measured peak than without checkpointing.
 
 
@@ -759,8 +1004,15 @@ class Checkpoint(minitorch.autograd.Function):
 
 
 def checkpoint(fn, *inputs):
-    """`fn(*inputs)` (one tensor out), keeping only `inputs` for backward, which runs `fn` again."""
+    """`fn(*inputs)` (one tensor out), keeping only `inputs` for backward, which runs `fn` again.
+    Recorded even when no input requires grad, so that `fn`'s parameters get gradients."""
+    ### BEGIN SOLUTION
+    if not any(x.requires_grad for x in inputs):
+        # Function.apply records only if an input requires grad: without one, fn's parameters
+        # would get no gradient. Copies that require grad make it record.
+        inputs = [x.detach().requires_grad_() for x in inputs]
     return Checkpoint.apply(fn, *inputs)
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade_id": "ex4_checkpoint_tests", "grade": true, "points": 5}
@@ -790,7 +1042,14 @@ with exercise(4):
     assert all(g is not None for g in got), "some parameter or the input got no gradient"
     for (name, _), g, e in zip([*model.named_parameters(), ("x", x)], got, expected):
         assert same(g, e), f"the gradient of {name} differs from the plain model's"
-    print("gradients identical to the plain model")
+    model.zero_grad()
+    data = x.detach()  # does not require grad, as a batch of data
+    out = checkpoint(first, data)
+    assert out.grad_fn is not None, "on data that does not require grad, nothing was recorded"
+    checkpoint(second, out).sum().backward()
+    for (name, p), e in zip(model.named_parameters(), expected):
+        assert p.grad is not None and same(p.grad, e), f"{name}.grad is wrong when x is data"
+    print("gradients identical to the plain model, with an input that requires grad or data")
 
 ### BEGIN HIDDEN TESTS
 from solutions.memory import grade
@@ -1071,7 +1330,9 @@ plt.show()
 # losses as a Python float; the gradients stay in the cell's parameters.
 #
 # The grader compares losses and gradients with the reference for several lengths and k,
-# and checks that the peak does not grow with the length of the sequence.
+# and checks that neither the peak nor the number of graph nodes alive grows with the length
+# of the sequence. Backward frees a chunk's saved tensors but not its nodes: a tensor that
+# still refers to a chunk's loss (a running total `total = total + chunk_loss`) keeps them.
 
 
 # %% nbgrader={"grade_id": "ex7_truncated_bptt", "solution": true}
@@ -1436,6 +1697,31 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
 # cores); this notebook measures only the memory.
 
 # %% [markdown]
+# ## 12. Appendix: is `node_bytes` right?
+#
+# `node_bytes` adds up `sys.getsizeof` of each node and of the objects it owns (section 5).
+# Python's `tracemalloc` sees every allocation Python makes; it slows the program down, so it
+# runs only for 100 steps of `total += loss` here:
+
+# %%
+gc.collect()
+nodes_before = memory.node_bytes(memory.live_nodes())
+tracemalloc.start()
+traced_before = tracemalloc.get_traced_memory()[0]
+checked_total, _ = train_with_running_total(100, keep_graph=True, every=100)
+gc.collect()
+traced = tracemalloc.get_traced_memory()[0] - traced_before
+tracemalloc.stop()
+counted = memory.node_bytes(memory.live_nodes()) - nodes_before
+print(f"101 steps of total += loss: node_bytes {counted / 1024:.0f} KiB more,", end=" ")
+print(f"tracemalloc {traced / 1024:.0f} KiB more (ratio {counted / traced:.2f})")
+del checked_total
+
+# %% [markdown]
+# The count is about a tenth lower: `tracemalloc` also sees the model and the batch that
+# `train_with_running_total` made, and the allocator's rounding.
+
+# %% [markdown]
 # ## Summary
 #
 # - An op saves what its local derivative needs: inputs (`mul`, `matmul`, `sin`), its
@@ -1447,9 +1733,15 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
 #   evaluation, `.item()` for logging; `model.eval()` and `detach()` afterwards do not
 #   stop the recording.
 # - Leaks are references that outlive their iteration: running totals of loss tensors,
-#   stored outputs, validation graphs.
+#   stored outputs, validation graphs. A module that keeps its output, with a hook that
+#   refers to the module, makes a cycle that `del` does not free (in PyTorch, nothing does):
+#   keep `out.detach()`.
+# - `torch.profiler.profile(profile_memory=True)` shows PyTorch's allocations op by op, and
+#   its peak; it does not see the graph's nodes.
 # - Checkpointing keeps segment inputs and recomputes the rest: about the square root of
-#   the depth in memory for one more forward pass. Measure to choose the segments.
+#   the depth in memory for one more forward pass. Measure to choose the segments. Pass
+#   `use_reentrant=False`: the reentrant variant records nothing for a segment whose inputs
+#   do not require grad, and its parameters get no gradient.
 # - Micro-batches bound the peak by the micro-batch size with the same gradient;
 #   truncated BPTT bounds it by k steps, changing the gradient on purpose.
 # - Saved-tensor hooks decide how saved tensors are stored: offloaded, recomputed or in

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import random
+import sys
 import types
 import weakref
 from collections.abc import Callable, Iterator
@@ -33,7 +34,15 @@ import minitorch
 from minitorch import memory, nn
 from minitorch.autograd.function import BackwardNode
 from minitorch.autograd.grad_mode import _state as _minitorch_state
-from solutions.grading import Failure, call_student, check_callable, expect, hidden_test
+from solutions.grading import (
+    DEFAULT_RECURSION_LIMIT,
+    Failure,
+    call_student,
+    check_callable,
+    expect,
+    hidden_test,
+    recursion_limit,
+)
 
 F64 = torch.float64
 
@@ -193,6 +202,19 @@ def _graph_cases(seed: int | None) -> list[tuple[str, Callable[[], Any]]]:
                 values.append(a.relu() * rng.choice(params))
         return values[-1].sum() + values[-2].mean()
 
+    def deep_chain() -> Any:
+        w = _randn(gen, 4, requires_grad=True)
+        h = _randn(gen, 3, 4) * w
+        for _ in range(DEEP_CHAIN_LENGTH):
+            h = h.sin()
+        return h.sum()
+
+    def reuse() -> Any:
+        h = _randn(gen, 4, 4, requires_grad=True) * 0.5
+        for _ in range(REUSE_DEPTH):
+            h = h * h  # both inputs are h: two paths from here to every node below
+        return h.sum()
+
     return [
         ("a 3-layer MLP", mlp),
         ("an MLP whose input requires grad", leaf_input),
@@ -204,7 +226,69 @@ def _graph_cases(seed: int | None) -> list[tuple[str, Callable[[], Any]]]:
         ("a leaf (no grad_fn)", leaf),
         ("a random graph of views, reuse and parameters", random_chain),
         ("another random graph", random_chain),
+        # Last: a recursive walk or one without a set of seen nodes fails here, and what went
+        # wrong on the graphs above says more.
+        (f"a chain of {DEEP_CHAIN_LENGTH:,} ops", deep_chain),
+        (f"h = h * h repeated {REUSE_DEPTH} times (2**{REUSE_DEPTH} paths)", reuse),
     ]
+
+
+DEEP_CHAIN_LENGTH = 5_000  # deeper than Python's default recursion limit (1,000 frames)
+REUSE_DEPTH = 40  # a walk that visits a node once per path would visit 2**40 nodes
+EDGE_READS_PER_NODE = 4  # a walk reads each node's next_functions once; some walks twice
+
+
+class WalkTooLong(BaseException):
+    """Raised inside the student's walk once it has read more edges than a walk that visits
+    each node once could (a BaseException: an `except Exception` in the walk does not hide it)."""
+
+
+@contextlib.contextmanager
+def counted_walk(out: Any, call: str) -> Iterator[None]:
+    """Count how often the block reads the `next_functions` of the nodes behind `out` (iterating
+    them, or indexing one entry), and stop it with a Failure once the reads exceed
+    EDGE_READS_PER_NODE times the graph's nodes and edges: a walk that visits a node once per
+    path (no set of seen nodes) is stopped after a few hundred reads, never timed. The nodes get
+    their own `next_functions` back afterwards."""
+    nodes = memory.graph_nodes(out)
+    edges = sum(len(node.next_functions) for node in nodes)
+    budget = EDGE_READS_PER_NODE * (len(nodes) + edges) + 64
+    reads = [0]
+
+    class Edges(tuple):
+        __slots__ = ()
+
+        def __iter__(self) -> Iterator:
+            _read()
+            return tuple.__iter__(self)
+
+        def __getitem__(self, index: Any) -> Any:
+            _read()
+            return tuple.__getitem__(self, index)
+
+    def _read() -> None:
+        reads[0] += 1
+        if reads[0] > budget:
+            raise WalkTooLong
+
+    originals = [(node, node.__dict__.get("next_functions")) for node in nodes]
+    for node in nodes:
+        node.next_functions = Edges(node.next_functions)
+    try:
+        yield
+    except WalkTooLong:
+        raise Failure(
+            f"{call} read the next_functions of this graph's {len(nodes):,} nodes more than "
+            f"{budget:,} times before it was stopped: your walk visits a node once for every "
+            "path that reaches it, and a graph with reuse has exponentially many paths. "
+            "Remember the nodes you have seen in a set, and visit each node once."
+        ) from None
+    finally:
+        for node, original in originals:
+            if original is None:
+                del node.next_functions  # back to the class's ()
+            else:
+                node.next_functions = original
 
 
 def _saved_per_tensor(t: Any, include_parameters: bool) -> int:
@@ -234,7 +318,14 @@ def saved_bytes(answer: Any, seed: int | None = None) -> dict:
         out = build()
         for include in (False, True):
             call = saved_bytes_call(description, include)
-            got = call_student(answer, out, include, call=call)
+            with counted_walk(out, call), recursion_limit(DEFAULT_RECURSION_LIMIT):
+                limit = sys.getrecursionlimit()
+                got = call_student(answer, out, include, call=call)
+                expect(
+                    sys.getrecursionlimit() == limit,
+                    f"{call} changed Python's recursion limit. Graphs can be deeper than any "
+                    "limit: walk them with a list of nodes still to visit, not recursion.",
+                )
             expect(
                 isinstance(got, int) and not isinstance(got, bool),
                 f"{call}: return an int, not {type(got).__name__}.",
@@ -401,7 +492,8 @@ TWO_INPUTS = "checkpoint(fn, a, b) for fn(p, q) = (p @ w).tanh() * q.sin()"
 @_one_ledger
 def checkpoint(answer: Any, seed: int | None = None) -> dict:
     """Exercise 4: the peak and the gradients of a deep MLP run as checkpointed segments, and of
-    the same step without checkpointing; the gradients of a two-input function."""
+    the same step without checkpointing; the gradients when the input is data that does not
+    require grad (the reentrant trap); the gradients of a two-input function."""
     check_callable(answer, "checkpoint")
     base = _seed_of(seed)
     gen = torch.Generator().manual_seed(base)
@@ -428,6 +520,28 @@ def checkpoint(answer: Any, seed: int | None = None) -> dict:
             f"backward through {CHECKPOINT_WHERE} raised {type(error).__name__}: {error}"
         ) from None
 
+    data_call = f"{call}, on data that does not require grad"
+
+    def on_data(fn: Callable, h: Any) -> Any:
+        out = call_student(answer, fn, h, call=data_call)
+        expect(
+            isinstance(out, minitorch.Tensor) and out.grad_fn is not None,
+            f"{data_call}: the result has no grad_fn, so the segment's parameters get no "
+            "gradient. A Function records a node only if one of its inputs requires grad (the "
+            "trap of PyTorch's reentrant checkpoint): when none does, apply it to copies that "
+            "do, x.detach().requires_grad_().",
+        )
+        return out
+
+    try:
+        on_data_step = _checkpointed_step(model, x.detach(), on_data)
+    except Failure:
+        raise
+    except Exception as error:
+        raise Failure(
+            f"backward after {data_call} raised {type(error).__name__}: {error}"
+        ) from None
+
     a = _randn(gen, 5, 3, requires_grad=True)
     b = _randn(gen, 5, 3, requires_grad=True)
     w = _randn(gen, 3, 3, requires_grad=True)
@@ -449,6 +563,7 @@ def checkpoint(answer: Any, seed: int | None = None) -> dict:
     return {
         "plain step": plain,
         "checkpointed step": checkpointed,
+        "checkpointed step on data": on_data_step,
         "two inputs": {"gradients": got, "plain gradients": _grads([("a", a), ("b", b), ("w", w)])},
     }
 
@@ -567,6 +682,41 @@ def _rnn_setup(seed: int, steps: int) -> tuple:
     )
 
 
+BPTT_NODES_STEPS, BPTT_NODES_K = 24, 4
+BPTT_NODES_CALL = (
+    f"truncated_bptt(cell, xs, targets, h0, k={BPTT_NODES_K}) on {BPTT_NODES_STEPS} steps, "
+    "graph nodes counted"
+)
+BPTT_NODES = "graph nodes alive when the last chunk starts, more than when the second starts"
+
+
+def _bptt_nodes(answer: Callable) -> int:
+    """How many more graph nodes are alive when the cell is called for the last chunk's first
+    step than for the second chunk's: 0 when each chunk's graph dies with its backward, a chunk's
+    nodes more per chunk when something (a running total of loss tensors) keeps them reachable.
+    The peak does not show it: backward frees the saved tensors, not the nodes."""
+    cell, xs, targets, h0 = _rnn_setup(_seed_of(0), BPTT_NODES_STEPS)
+    chunk_starts = {BPTT_NODES_K, BPTT_NODES_STEPS - BPTT_NODES_K}  # steps counted from 0
+    calls, counts = [0], []
+
+    def count(module: Any, args: Any) -> None:
+        if calls[0] in chunk_starts:  # a count scans every object: only these two
+            gc.collect()
+            counts.append(_live_graph_nodes())
+        calls[0] += 1
+
+    handle = cell.register_forward_pre_hook(count)
+    try:
+        call_student(answer, cell, xs, targets, h0, BPTT_NODES_K, call=BPTT_NODES_CALL)
+    finally:
+        handle.remove()
+    expect(
+        len(counts) == 2,
+        f"{BPTT_NODES_CALL} called the cell {calls[0]} times: once per step is expected.",
+    )
+    return counts[1] - counts[0]
+
+
 @hidden_test("truncated_bptt")
 @_one_ledger
 def truncated_bptt(answer: Any, seed: int | None = None) -> dict:
@@ -589,7 +739,8 @@ def truncated_bptt(answer: Any, seed: int | None = None) -> dict:
                 answer, c, x, t, h, 4, call=f"truncated_bptt(..., k=4) on {s} steps"
             )
         )
-    return {"runs": runs, "peak with k=4 on this many steps": peaks}
+    nodes = _bptt_nodes(answer)  # last: the peak says more about a graph kept whole
+    return {"runs": runs, "peak with k=4 on this many steps": peaks, BPTT_NODES: nodes}
 
 
 # -------------------------------------------------------------------------------------------------

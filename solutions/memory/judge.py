@@ -189,7 +189,8 @@ def evaluate(observed: dict, expected: dict) -> None:
 # -------------------------------------------------------------------------------------------------
 def checkpoint(observed: dict, expected: dict) -> None:
     """The plain step's gradients, a peak at most 0.8x the plain step's and at most 10% (+ 4 KiB)
-    above the reference's, and the right gradients for a two-input function."""
+    above the reference's, the parameters' gradients again when the input is data, and the right
+    gradients for a two-input function."""
     where = grade.CHECKPOINT_WHERE
     got, plain = observed["checkpointed step"], expected["plain step"]
     hint = "Recompute fn on detached inputs under enable_grad and backward through it."
@@ -203,6 +204,13 @@ def checkpoint(observed: dict, expected: dict) -> None:
             f"{reference_peak:,}. Your checkpoint still keeps the activations inside fn alive "
             "until backward."
         )
+    parameters = {k: v for k, v in plain["gradients"].items() if k.startswith("parameter")}
+    check_gradients(
+        observed["checkpointed step on data"]["gradients"],
+        parameters,
+        f"{where}, on data that does not require grad",
+        "When no input requires grad, apply the Function to copies that do.",
+    )
     check_gradients(
         observed["two inputs"]["gradients"],
         expected["two inputs"]["plain gradients"],
@@ -317,6 +325,15 @@ def truncated_bptt(observed: dict, expected: dict) -> None:
             f"with k=4, the peak was {peaks[short]:,} bytes on {short} steps but "
             f"{peaks[long]:,} on {long}: memory grows with the sequence. The graph of each "
             "chunk must be freed (by its backward) before the next chunk runs."
+        )
+    nodes, want_nodes = observed[grade.BPTT_NODES], expected[grade.BPTT_NODES]
+    if type(nodes) is not int or nodes > want_nodes:
+        raise Failure(
+            f"{grade.BPTT_NODES_CALL}: {nodes} more graph nodes were alive when the last chunk "
+            "started than when the second did: every chunk's graph stays reachable, and it "
+            "grows with the sequence (backward freed the saved tensors, not the nodes). A "
+            "running total of loss tensors (`total = total + chunk_loss`, even with .item() at "
+            "the end) keeps them all: add `chunk_loss.item()` to a float after each backward."
         )
 
 

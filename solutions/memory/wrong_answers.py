@@ -25,6 +25,8 @@ class WrongAnswer(NamedTuple):
 _CHECKPOINT_TAIL = """
 
 def checkpoint(fn, *inputs):
+    if not any(x.requires_grad for x in inputs):
+        inputs = [x.detach().requires_grad_() for x in inputs]
     return Checkpoint.apply(fn, *inputs)
 """
 
@@ -137,6 +139,58 @@ def saved_bytes(t, include_parameters=False):
 """,
             "identifies a storage by the tensor's data_ptr(): views that start elsewhere in the "
             "same storage are counted again, with their own size",
+        ),
+        WrongAnswer(
+            "recursive_walk",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    sizes, parameters, seen = {}, set(), set()
+
+    def visit(node):
+        seen.add(node)
+        if node.name() == ACCUMULATE_GRAD:
+            parameters.add(node.variable.untyped_storage().data_ptr())
+        for _, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes()
+            if saved.is_leaf and saved.requires_grad:
+                parameters.add(storage.data_ptr())
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                visit(child)
+
+    visit(t.grad_fn)
+    return sum(n for ptr, n in sizes.items() if include_parameters or ptr not in parameters)
+""",
+            "walks the graph by recursion: a graph deeper than Python's recursion limit (a "
+            "chain of thousands of ops) raises RecursionError",
+        ),
+        WrongAnswer(
+            "no_seen_set",
+            """\
+def saved_bytes(t, include_parameters=False):
+    if t.grad_fn is None:
+        return 0
+    sizes, parameters = {}, set()
+    to_visit = [t.grad_fn]
+    while to_visit:
+        node = to_visit.pop()
+        if node.name() == ACCUMULATE_GRAD:
+            parameters.add(node.variable.untyped_storage().data_ptr())
+        for _, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes()
+            if saved.is_leaf and saved.requires_grad:
+                parameters.add(storage.data_ptr())
+        for child, _ in node.next_functions:
+            if child is not None:
+                to_visit.append(child)
+    return sum(n for ptr, n in sizes.items() if include_parameters or ptr not in parameters)
+""",
+            "walks without a set of seen nodes: the figure is right (storages are counted once), "
+            "but a node is visited once per path, exponentially often on a graph with reuse",
         ),
     ],
     "ex2_train_epoch": [
@@ -357,6 +411,32 @@ class Checkpoint(minitorch.autograd.Function):
             + _CHECKPOINT_TAIL,
             "recomputes with grad mode as backward leaves it (off): nothing to backward through",
         ),
+        WrongAnswer(
+            "reentrant_trap",
+            """\
+class Checkpoint(minitorch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fn, *inputs):
+        ctx.fn = fn
+        ctx.save_for_backward(*inputs)
+        return fn(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inputs = [x.detach().requires_grad_(x.requires_grad) for x in ctx.saved_tensors]
+        with minitorch.enable_grad():
+            output = ctx.fn(*inputs)
+        output.backward(grad)
+        return (None, *[x.grad for x in inputs])
+
+
+def checkpoint(fn, *inputs):
+    return Checkpoint.apply(fn, *inputs)
+""",
+            "applies the Function to the inputs as they are: when none requires grad (a batch "
+            "of data), nothing is recorded and the segment's parameters get no gradient, the "
+            "trap of PyTorch's reentrant checkpoint",
+        ),
     ],
     "ex5_best_segments": [
         WrongAnswer(
@@ -551,6 +631,23 @@ def step_within_budget(model, loss_fn, inputs, targets, budget):
 """,
             "forgets the last, shorter chunk when the length is not a multiple of k",
         ),
+        WrongAnswer(
+            "running_total_of_loss_tensors",
+            _BPTT_HEAD
+            + """\
+        h = cell(xs[t], h)
+        chunk_loss = chunk_loss + ((h - targets[t]) ** 2).mean()
+        if (t + 1) % k == 0 or t + 1 == len(xs):
+            chunk_loss.backward()
+            total = total + chunk_loss
+            chunk_loss = 0.0
+            h = h.detach()
+    return total.item()
+""",
+            "adds each chunk's loss tensor into a running total and calls .item() only at the "
+            "end: backward frees each chunk's saved tensors, so the peak stays flat, but the "
+            "total's graph keeps every chunk's nodes reachable until the function returns",
+        ),
     ],
     "ex8_half_precision_hooks": [
         WrongAnswer(
@@ -717,6 +814,33 @@ def saved_bytes(t, include_parameters=False):
 """,
             "a deque, breadth first, storages removed at the end",
         ),
+        WrongAnswer(
+            "seen_when_popped_edges_by_index",
+            """\
+def saved_bytes(t, include_parameters=False):
+    stack = [] if t.grad_fn is None else [t.grad_fn]
+    done, sizes, parameters = set(), {}, set()
+    while stack:
+        node = stack.pop()
+        if node in done:  # pushed once per edge, visited once
+            continue
+        done.add(node)
+        if node.name() == ACCUMULATE_GRAD:
+            parameters.add(node.variable.untyped_storage().data_ptr())
+        for _, saved in saved_tensors(node):
+            storage = saved.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes()
+            if saved.is_leaf and saved.requires_grad:
+                parameters.add(storage.data_ptr())
+        edges = node.next_functions
+        for i in range(len(edges)):
+            if edges[i][0] is not None:
+                stack.append(edges[i][0])
+    return sum(n for p, n in sizes.items() if include_parameters or p not in parameters)
+""",
+            "a node is pushed once per edge and skipped when popped a second time; edges read "
+            "by index",
+        ),
     ],
     "ex2_train_epoch": [
         WrongAnswer(
@@ -778,10 +902,14 @@ class Checkpoint(minitorch.autograd.Function):
 
 
 def checkpoint(fn, *inputs):
-    return Checkpoint.apply(fn, *inputs)
+    # An extra leaf that requires grad makes apply() record a node whatever the inputs;
+    # backward gives it no gradient.
+    anchor = minitorch.zeros(1, requires_grad=True)
+    return Checkpoint.apply(lambda _, *xs: fn(*xs), anchor, *inputs)
 """,
-            "no_grad made explicit in forward, and sum(output * grad).backward() for "
-            "output.backward(grad): the same vector-Jacobian product",
+            "no_grad made explicit in forward, sum(output * grad).backward() for "
+            "output.backward(grad) (the same vector-Jacobian product), and a leaf that requires "
+            "grad passed along with the inputs so that a node is always recorded",
         ),
     ],
     "ex5_best_segments": [
@@ -855,6 +983,25 @@ def truncated_bptt(cell, xs, targets, h0, k):
     return total
 """,
             "the chunk's losses kept in a list and summed with sum(); float() for item()",
+        ),
+        WrongAnswer(
+            "chunk_by_chunk_loss_kept_until_the_next",
+            """\
+def truncated_bptt(cell, xs, targets, h0, k):
+    cell.zero_grad()
+    h, total = h0, 0.0
+    for start in range(0, len(xs), k):
+        for t in range(start, min(start + k, len(xs))):
+            h = cell(xs[t], h)
+            step_loss = ((h - targets[t]) ** 2).mean()
+            loss = step_loss if t == start else loss + step_loss
+        loss.backward()  # `loss` stays bound (to a freed graph) until the next chunk's first step
+        total += loss.item()
+        h = h.detach()
+    return total
+""",
+            "a loop over chunks; the chunk's loss stays referenced until the next chunk's first "
+            "step rebinds it: one chunk's nodes alive at a time, which does not grow",
         ),
     ],
     "ex8_half_precision_hooks": [
