@@ -412,6 +412,27 @@ def test_inference_tensor_saved_for_backward():
     assert "clone" in ours, "the advice: make a clone"
 
 
+@pytest.mark.parametrize("view", [False, True], ids=["tensor", "view"])
+@pytest.mark.parametrize("op", ["add_", "zero_", "copy_"])
+def test_inference_tensor_changed_in_place_outside_inference_mode(op, view):
+    def snippet(L):
+        with L.inference_mode():
+            t = L.ones(3)
+        target = t[:2] if view else t
+        args = {"add_": (1,), "zero_": (), "copy_": (L.zeros(target.shape),)}[op]
+        getattr(target, op)(*args)
+
+    ours, theirs = _both(snippet)
+    _check(ours, theirs, "Inplace update to inference tensor outside InferenceMode is not allowed.")
+    with minitorch.inference_mode():
+        t = minitorch.ones(3)
+    with pytest.raises(RuntimeError):
+        t.add_(1)
+    assert t.tolist() == [1.0, 1.0, 1.0], "nothing is written before the error"
+    with minitorch.inference_mode():
+        assert t.add_(1).tolist() == [2.0, 2.0, 2.0], "inside inference mode it is allowed"
+
+
 # ----------------------------------------------------------------------------------------------
 # Devices (only testable with CUDA)
 # ----------------------------------------------------------------------------------------------

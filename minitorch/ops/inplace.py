@@ -4,6 +4,7 @@ tensor's new `grad_fn`, so the graph continues from the modified tensor.
 
 Like PyTorch:
 - a leaf that requires grad cannot be modified in place while grad mode is on;
+- an inference tensor (or a view of one) cannot be modified outside inference mode;
 - a tensor saved for backward by an earlier op and then modified is caught at backward time
   (version counter check).
 """
@@ -23,6 +24,14 @@ from minitorch.tensor import Tensor
 
 def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
     """Make `self` hold `compute(self, *args)`; returns `self`."""
+    if not grad_mode._state.inference and _of_inference_mode(self):
+        # PyTorch raises the same after it has written; here nothing is written.
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+            "make a clone to get a normal tensor before doing inplace update.See "
+            f"https://github.com/pytorch/rfcs/pull/17 for more details. (tensor of shape "
+            f"{list(self.shape)})"
+        )
     if _function._recorder is not None:
         # NOTE [Forward record]: the record must meet `self` before the stand-in for its old
         # value below (an alias of self), and it gets a write step at the end.
@@ -52,6 +61,15 @@ def inplace(self: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor:
         _point_saved_result_at(node, result, self)
         self.grad_fn, self._output_nr, self._requires_grad = node, result._output_nr, True
     return self
+
+
+def _of_inference_mode(tensor: Tensor) -> bool:
+    """True for an inference tensor or a view of one (made in or out of inference mode)."""
+    while tensor is not None:
+        if tensor._inference:
+            return True
+        tensor = tensor._base
+    return False
 
 
 def _inplace_on_view(view: Tensor, compute: Callable[..., Tensor], args: tuple) -> Tensor:
