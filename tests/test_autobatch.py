@@ -16,7 +16,8 @@ import torch
 
 import minitorch
 from minitorch import autobatch
-from minitorch.autobatch.schedulers import by_agenda, by_depth, check_schedule, depths
+from minitorch.autobatch.gather import SplitRows, add_rows
+from minitorch.autobatch.schedulers import by_agenda, by_depth, by_dynet, check_schedule, depths
 from minitorch.autograd import function as function_module
 from minitorch.autograd.watch import watch_ops
 from minitorch.datasets import make_expression_trees
@@ -264,10 +265,11 @@ def test_batched_call_counts_on_fixed_graphs(lengths, depth_calls, agenda_calls)
     assert agenda_calls <= depth_calls
 
 
-def test_agenda_can_make_more_calls_than_depth_when_a_signature_is_split():
+def test_dynet_agenda_makes_more_calls_than_depth_when_a_signature_is_split_agenda_does_not():
     """Two samples alternate `add` (with a different shared weight each: two signatures, a1 and
     a2) and `tanh`; six more samples have one shallow `tanh`, which pulls tanh's average depth
-    below the adds'. The agenda then follows each chain alone."""
+    below the adds'. DyNet's agenda node by node then follows each chain alone; the agenda on
+    whole depth levels does not."""
     nodes = []
     leaves = [Node(f"x{i}", "input") for i in range(8)]
     nodes += leaves
@@ -279,7 +281,59 @@ def test_agenda_can_make_more_calls_than_depth_when_a_signature_is_split():
             nodes += [a, previous]
     nodes += [Node(f"tanh{i}", "tanh", (leaves[i],)) for i in range(2, 8)]
     assert len(by_depth(nodes)) == 8
-    assert len(by_agenda(nodes)) == 10
+    assert len(by_dynet(nodes)) == 10
+    assert len(by_agenda(nodes)) == 8
+
+
+def tree_nodes(trees, per_operator: bool) -> list[Node]:
+    """A Tree-RNN's graph as Nodes: a leaf is `linear leaf` then `tanh`; a node `cat` of its
+    children, a `linear` (one per operator, or one for all), then `tanh`; then a head."""
+    nodes = []
+
+    def encode(tree, sample):
+        if tree.is_leaf:
+            x = Node(f"x{sample}", "input")
+            nodes.append(x)
+            inner = Node("leaf", "linear leaf", (x,), matmul_like=True)
+        else:
+            children = (encode(tree.left, sample), encode(tree.right, sample))
+            both = Node("cat", "cat", children)
+            nodes.append(both)
+            weight = f"linear {tree.op}" if per_operator else "linear"
+            inner = Node(weight, weight, (both,), matmul_like=True)
+        nodes.append(inner)
+        nodes.append(Node("tanh", "tanh", (inner,)))
+        return nodes[-1]
+
+    for sample, tree in enumerate(trees):
+        nodes.append(Node("head", "head", (encode(tree, sample),), matmul_like=True))
+    return nodes
+
+
+@pytest.mark.parametrize("per_operator", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_agenda_never_makes_more_calls_than_depth_on_trees(per_operator, seed):
+    trees, _ = make_expression_trees(64, seed=seed)
+    nodes = tree_nodes(trees, per_operator)
+    depth, agenda = by_depth(nodes), by_agenda(nodes)
+    check_schedule(nodes, agenda)
+    assert len(agenda) <= len(depth)
+    if per_operator:  # the case issue 35 found: node by node, DyNet's rule races ahead
+        assert len(by_dynet(nodes)) > 2 * len(depth)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_agenda_never_makes_more_calls_than_depth_on_random_graphs(seed):
+    """Each agenda batch runs whole (depth, signature) groups of `by_depth`: never more."""
+    rng = random.Random(seed)
+    nodes: list[Node] = []
+    for i in range(rng.randrange(20, 200)):
+        producers = tuple(rng.sample(nodes, k=min(len(nodes), rng.randrange(3))))
+        signature = rng.choice(["add", "mul", "tanh", "cat", "linear", None])
+        nodes.append(Node(f"n{i}", signature, producers, matmul_like=signature == "linear"))
+    agenda = by_agenda(nodes)
+    check_schedule(nodes, agenda)
+    assert len(agenda) <= len(by_depth(nodes))
 
 
 def test_agenda_runs_unbatchable_ready_nodes_first_and_defers_matmul_on_ties():
@@ -290,7 +344,7 @@ def test_agenda_runs_unbatchable_ready_nodes_first_and_defers_matmul_on_ties():
     assert order == ["u", "a", "m"]  # unbatchable first; add before matmul (equal depth)
 
 
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("scheduler", autobatch.SCHEDULERS)
 def test_schedulers_give_a_valid_order_running_every_node_once(scheduler):
     rng = random.Random(5)
     nodes: list[Node] = []
@@ -312,7 +366,7 @@ def test_check_schedule_catches_a_wrong_order():
         check_schedule(nodes, [[nodes[0]], [nodes[1]]])
 
 
-@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("scheduler", autobatch.SCHEDULERS)
 def test_recorded_graphs_schedule_validly_and_every_op_runs_once(scheduler, monkeypatch):
     seen = []
     original = autobatch.recorder.schedule
@@ -352,6 +406,28 @@ def test_real_graph_agenda_needs_fewer_calls_than_depth():
                             scheduler)  # fmt: skip
         calls[scheduler] = recorder.stats.calls
     assert calls["agenda"] < calls["depth"]
+
+
+def test_real_tree_graph_with_a_layer_per_operator_agenda_no_more_calls_than_depth():
+    """Issue 35's Tree-RNN (a `Linear` per operator, inputs made per sample): the agenda makes
+    no more calls than depth, DyNet's node-by-node agenda many more; all give eager's values."""
+    minitorch.manual_seed(0)
+    leaf = minitorch.nn.Linear(1, 4, dtype=DTYPE)
+    node = {op: minitorch.nn.Linear(8, 4, dtype=DTYPE) for op in "+-*"}
+    head = minitorch.nn.Linear(4, 1, dtype=DTYPE)
+    parameters = [p for m in (leaf, head, *node.values()) for p in m.parameters()]
+
+    def encode(tree):
+        if tree.is_leaf:
+            return leaf(minitorch.tensor([[tree.value]], dtype=DTYPE)).tanh()
+        return node[tree.op](minitorch.cat([encode(tree.left), encode(tree.right)], 1)).tanh()
+
+    trees, _ = make_expression_trees(24, seed=4)
+    calls = {}
+    for scheduler in autobatch.SCHEDULERS:
+        recorder = run_both(lambda t: head(encode(t)), trees, parameters, scheduler)
+        calls[scheduler] = recorder.stats.calls
+    assert calls["agenda"] <= calls["depth"] < calls["dynet"]
 
 
 # -------------------------------------------------------------------------------------------------
@@ -650,3 +726,87 @@ def test_batch_inside_a_watch_is_refused():
     with watch_ops(lambda *args: None):
         with pytest.raises(RuntimeError, match=r"inside a forward record \(watch_ops"):
             autobatch.batch().__enter__()
+
+
+# -------------------------------------------------------------------------------------------------
+# The row gathers' backward (gather.py)
+# -------------------------------------------------------------------------------------------------
+SPLIT_CASES = {  # rows of the source, then the groups of SplitRows; None: a piece left unused
+    "distinct rows": (9, [[5, 1, 3], [0, 7], None]),
+    "a permutation of all rows": (6, [[4, 2, 0], [1, 3, 5]]),
+    "a row read twice in a group": (5, [[2, 2, 4, 2], [0]]),
+    "a row read by two groups": (5, [[1, 3], [3, 0, 1], [3]]),
+    "empty groups": (4, [[], [3, 1], slice(2, 2), []]),
+    "rows, slices and indices mixed": (6, [1, slice(0, 3), [0, 4, 4], slice(4, 6), 4]),
+    "one index group": (7, [[6, 0, 3]]),
+}
+
+
+@pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
+def torch_threads(request):
+    """Run a test with 1 and with 2 torch threads (add_rows takes another path with one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_split_rows_backward_adds_each_gradient_row_where_it_came_from(case, dtype, torch_threads):
+    """SplitRows' backward against PyTorch's indexing backward: the gradient of each source row
+    is the sum of the gradients of every piece row cut from it (unused pieces give none)."""
+    rows, groups = SPLIT_CASES[case]
+    gen = torch.Generator().manual_seed(len(case))
+    data = torch.randn(rows, 2, 3, generator=gen, dtype=dtype)
+    groups = [g if g is None or isinstance(g, int | slice) else torch.tensor(g, dtype=torch.long)
+              for g in groups]  # fmt: skip
+    used = [g for g in groups if g is not None]
+    weights = [torch.randn(data[g].shape, generator=gen, dtype=dtype) for g in used]
+    expected = data.clone().requires_grad_()
+    sum((expected[g] * w).sum() for g, w in zip(used, weights)).backward()
+
+    source = minitorch.as_tensor(data.clone()).requires_grad_()
+    with_unused = [g if g is not None else torch.tensor([0]) for g in groups]
+    pieces = SplitRows.apply(source, tuple(with_unused))
+    mine = [p for p, g in zip(pieces, groups) if g is not None]
+    total = sum((p * minitorch.as_tensor(w)).sum() for p, w in zip(mine, weights))
+    total.backward()
+    tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == torch.float64 else {}
+    torch.testing.assert_close(source.grad._data, expected.grad, **tolerance)
+
+
+def test_add_rows_matches_index_add_on_random_groups(torch_threads):
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        rows = int(torch.randint(1, 30, (1,), generator=gen))
+        listed = []
+        for _ in range(int(torch.randint(1, 5, (1,), generator=gen))):
+            group = torch.randint(0, rows, (int(torch.randint(0, 12, (1,), generator=gen)),),
+                                  generator=gen)  # fmt: skip
+            listed.append((torch.randn(len(group), 4, generator=gen, dtype=DTYPE), group))
+        expected = torch.zeros(rows, 4, dtype=DTYPE)
+        for grad, group in listed:
+            expected.index_add_(0, group, grad)
+        torch.testing.assert_close(add_rows(torch.Size((rows, 4)), listed), expected,
+                                   rtol=1e-12, atol=1e-12)  # fmt: skip
+
+
+def test_batched_backward_makes_no_index_add_with_two_threads(monkeypatch):
+    """torch's CPU index_add_/scatter_add_ on rows enters several parallel regions per call,
+    which stall with two threads on a busy machine (NOTE [Scatter-add without index_add_])."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # what add_rows asks
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the batched backward called a parallel scatter-add")
+
+    minitorch.manual_seed(0)
+    model = TreeLSTM()
+    trees, _ = make_expression_trees(16, seed=2)
+    for name in ("index_add_", "scatter_add_", "index_put_"):
+        monkeypatch.setattr(torch.Tensor, name, refuse)
+    for scheduler in autobatch.SCHEDULERS:
+        model.zero_grad()
+        with autobatch.batch(scheduler):
+            total = minitorch.stack([model(t).sum() for t in trees]).sum()
+        total.backward()

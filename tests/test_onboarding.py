@@ -438,7 +438,7 @@ def test_hub_preflight_refuses_a_node_older_than_the_proxy_needs(
     old_node.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
     with pytest.raises(CommandError) as refused:
-        hub.check_requirements("127.0.0.1", 8000, tmp_path / "state", private=True)
+        hub.check_requirements("127.0.0.1", 8000, tmp_path / "state")
     message = str(refused.value)
     assert "Node.js 20 or later" in message and "v18.20.4" in message, message
     assert "npm install -g node@22" in message

@@ -377,7 +377,7 @@ def library_schedule(nodes, scheduler):
 
 
 three = sequence_graph([1, 2, 3])
-by_depth, by_agenda = library_schedule(three, "depth"), library_schedule(three, "agenda")
+by_depth, by_agenda = library_schedule(three, "depth"), library_schedule(three, "dynet")
 pictures = [
     draw(three, [[n.id] for n in three], f"one call per node: {len(three)} calls"),
     draw(three, by_depth, f"by depth: {len(by_depth)} calls"),
@@ -573,8 +573,8 @@ grade.schedule_agenda(schedule_agenda)
 # The agenda is DyNet's rule as its source has it (`exec.cc`, autobatch strategy 1): ready
 # nodes of the signature with the lowest average depth over the whole graph, matrix products
 # last on a tie. It is a heuristic. The table counts the batches of both rules (the library's
-# schedulers, which follow exercises 2 and 3) on sequences and on the tree model's graph,
-# written as `Node`s by `tree_graph`. In the model, an operator node adds
+# `"depth"` and `"dynet"` schedulers, which follow exercises 2 and 3) on sequences and on the
+# tree model's graph, written as `Node`s by `tree_graph`. In the model, an operator node adds
 # `op_vector[op]`, a different row of the parameter for each operator: one signature per
 # operator, as `param` says below. Exercise 5 instead gathers the rows of all operators
 # with one op: then the add has one signature.
@@ -611,7 +611,7 @@ graphs = {
 }
 print(f"{'graph':32} {'nodes':>6} {'by depth':>9} {'agenda':>7}")
 for name, graph in graphs.items():
-    depth, agenda = library_schedule(graph, "depth"), library_schedule(graph, "agenda")
+    depth, agenda = library_schedule(graph, "depth"), library_schedule(graph, "dynet")
     print(f"{name:32} {len(graph):6} {len(depth):9} {len(agenda):7}")
 
 # %% [markdown]
@@ -631,7 +631,8 @@ for name, graph in graphs.items():
 # and an agenda that waits until all nodes of a signature at one depth are ready (strategy
 # 3), and with `--dynet-autobatch` above 99 it times all three on the first graph and keeps
 # the fastest. Count (or time) your own graphs; `minitorch.autobatch.stats()` counts the
-# calls.
+# calls. The library's default `"agenda"` takes a step of its own in that direction (section
+# 7): it applies the rule to whole levels, and never makes more calls than by depth.
 #
 # ## 5. Gather: collecting the rows a batch reads
 #
@@ -1025,8 +1026,9 @@ grade.predict_calls(predict_calls)
 # `minitorch.autobatch` does all of this for ordinary minitorch code. Inside
 # `with minitorch.autobatch.batch():` every op on per-sample tensors is recorded, not run;
 # leaving the block (or reading a value) schedules the lazy graph with the agenda (or
-# `scheduler="depth"`), gathers the arguments of each batch and runs it as one ordinary
-# minitorch op, so backward needs nothing new. The per-sample `TreeModel`, unchanged:
+# `scheduler="depth"`, or `"dynet"`: the agenda of exercise 3), gathers the arguments of each
+# batch and runs it as one ordinary minitorch op, so backward needs nothing new. The
+# per-sample `TreeModel`, unchanged:
 
 # %%
 import minitorch.autobatch  # noqa: E402
@@ -1036,7 +1038,7 @@ demo_model = TreeModel(hidden=8).double()
 eager = minitorch.cat([demo_model(t) for t in demo_trees])
 eager.sum().backward()
 eager_grad = demo_model.cell.weight.grad.clone()
-for scheduler in ("depth", "agenda"):
+for scheduler in ("depth", "agenda", "dynet"):
     demo_model.zero_grad()
     with minitorch.autobatch.batch(scheduler=scheduler):
         lazy = minitorch.cat([demo_model(t) for t in demo_trees])
@@ -1051,11 +1053,17 @@ for scheduler in ("depth", "agenda"):
 
 
 # %% [markdown]
-# Both schedules give eager's outputs and gradients; the number of calls is what differs,
-# and here the agenda makes **more** calls than grouping by depth, for the reason the table
-# after exercise 3 shows: `self.op_vector[OPS.index(tree.op)]` is a different row per
-# operator, so the add after `cell` has one signature per operator, and the agenda carries
-# one operator's nodes up a level before the others.
+# All schedules give eager's outputs and gradients; the number of calls is what differs.
+# This model is the case of the table after exercise 3: `self.op_vector[OPS.index(tree.op)]`
+# is a different row per operator, so the add after `cell` has one signature per operator,
+# and DyNet's agenda node by node (`"dynet"`, exercise 3's rule) carries one operator's nodes
+# up a level before the others: more calls than by depth. The library's `"agenda"` (the
+# default) applies DyNet's rule to whole levels instead of single nodes: the batches of by
+# depth, one group per depth and signature, are what it schedules, and a batch is every ready
+# group of one signature. It never makes more calls than by depth, since each of its calls
+# runs at least one of those groups, and it still waits for an op that sits at different
+# depths in different samples, which saves calls here too. (DyNet's source has a step in this
+# direction, strategy 3: a signature waits while its nodes at one depth are not all ready.)
 
 # %% [markdown]
 # Reading a value inside the block forces a flush, as in exercise 7. `stats()` counts every

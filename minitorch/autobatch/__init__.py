@@ -13,7 +13,7 @@ mechanism; the files, one job each:
 - recorder.py: the hooks (which ops wait, which run now, what forces a flush), `batch()`;
 - lazy.py: the lazy graph (`LazyOp`, `Pending`) and the placeholders;
 - signature.py: what must be equal for ops to batch; output shapes without running the op;
-- schedulers.py: the "depth" and "agenda" schedulers;
+- schedulers.py: the "depth", "agenda" and "dynet" schedulers;
 - rules.py: how each op family runs on stacked samples;
 - gather.py: collecting the samples' rows into one argument (and scattering gradients back);
 - execute.py: running the batches, turning placeholders into rows;

@@ -362,7 +362,9 @@ def batch(scheduler: str = "agenda", keep_schedules: bool = False) -> BatchRecor
     Tensors made inside the block are placeholders until a flush: leaving the block, or
     reading a pending value (`.item()`, `bool`, `print`, ...), which counts as a lost batching
     opportunity. Afterwards they are rows of batched results, with gradients flowing back
-    through the batched ops. `scheduler` is "agenda" (DyNet's rule, the default) or "depth".
+    through the batched ops. `scheduler` is "agenda" (DyNet's rule on
+    whole depth levels, the default: never more calls than "depth"), "depth", or "dynet"
+    (DyNet's agenda node by node, the default before issue 35; schedulers.py compares them).
     `autobatch.stats()` (or the recorder's `.stats`) says what happened; with
     `keep_schedules=True`, `recorder.schedules` keeps the batches each flush ran.
     """

@@ -15,16 +15,35 @@ they were recorded in is). Ops are dict keys by identity (a dataclass needs `eq=
   and 1 + the largest depth of its producers otherwise. Simple, but an op that sits at
   different depths in different samples (the last step of sequences of different lengths)
   runs once per depth.
-- "agenda" is DyNet's rule (Neubig, Goldberg and Dyer 2017, "On-the-fly operation batching in
-  dynamic computation graphs"): keep the ops whose producers have all run; run an unbatchable
-  one if there is any, else all ready ops of the signature whose ops have the lowest average
-  depth (over all ops of that signature), preferring other ops to matrix products on ties so
-  that more of those gather. An op that sits at different depths in different samples (the
-  output layer after sequences of different lengths) then runs once instead of once per depth.
-  It is a heuristic, not always better: when one op is split into several signatures (a
-  different shared weight per case) and another signature's average depth is lower, it can
-  follow one chain at a time and make more calls than "depth" (tests/test_autobatch.py has
-  both cases).
+- "agenda" (the default) is DyNet's rule (Neubig, Goldberg and Dyer 2017, "On-the-fly
+  operation batching in dynamic computation graphs") run on those same groups: keep the groups
+  whose producers' groups have all run; run an unbatchable op if one is ready, else all ready
+  groups of the signature whose ops have the lowest average depth (over all ops of that
+  signature), preferring other ops to matrix products on ties so that more of those gather.
+  An op that sits at different depths in different samples (the output layer after sequences
+  of different lengths) then runs once instead of once per depth. Each batch runs at least one
+  whole group and no group is split, so it NEVER makes more calls than "depth", on any graph.
+- "dynet" is DyNet's agenda node by node, as its source has it (`exec.cc`, autobatch strategy
+  1), the default before issue 35: all ready nodes of the signature with the lowest average
+  depth. When one step has a signature per case (a different weight per operator of a tree),
+  the signatures spread over all depths (`tanh`, `cat`, the leaves' layers) have the lowest
+  averages, so each time one operator's nodes finish, they are carried up a level through
+  `tanh` and `cat` to that operator's next layer before the other operators' nodes of the same
+  height run: one chain at a time, and each level costs several small calls where "depth"
+  makes one (91 calls against 25 on 256 Tree-RNN trees with one `Linear` per operator).
+  DyNet's source has a guard too (strategy 3: a signature waits while its nodes at the depth
+  of its last ready node are not all ready); "agenda" goes one step further and runs whole
+  (depth, signature) groups only.
+
+Measured by benchmarks/bench_autobatch_schedulers.py (one torch thread, best of 5 steps of
+forward and backward; calls agenda / depth / dynet, step agenda / depth): 256 Tree-RNN trees
+with a `Linear` per operator 25 / 25 / 91 calls, 103 / 102 ms (dynet 121 ms); with one
+`Linear` 17 / 17 / 17; bench_autobatch's Tree-LSTM 12 / 12 / 12, 122 / 120 ms; 256 sequences
+of 5-50 steps with a head per sample 54 / 99 / 54 calls, 204 / 205 ms; 128 trees and 128
+sequences in one block 76 / 119 / 133 calls, 172 / 177 ms. Scheduling those 7,750 tree ops
+costs 3.2 ms by agenda against 1.0 by depth, which is why depth is 1-2% faster where the calls
+are equal. The default stays "agenda": never more calls than depth, fewer wherever an op sits
+at several depths, and as fast or faster there.
 """
 
 from __future__ import annotations
@@ -33,7 +52,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-SCHEDULERS = ("agenda", "depth")
+SCHEDULERS = ("agenda", "depth", "dynet")
 
 
 def schedule(ops: Sequence[Any], scheduler: str) -> list[list[Any]]:
@@ -42,6 +61,8 @@ def schedule(ops: Sequence[Any], scheduler: str) -> list[list[Any]]:
         return by_agenda(ops)
     if scheduler == "depth":
         return by_depth(ops)
+    if scheduler == "dynet":
+        return by_dynet(ops)
     raise ValueError(f"unknown scheduler {scheduler!r}: choose one of {SCHEDULERS}")
 
 
@@ -73,7 +94,79 @@ def by_depth(ops: Sequence[Any]) -> list[list[Any]]:
 
 
 def by_agenda(ops: Sequence[Any]) -> list[list[Any]]:
-    """DyNet's agenda (see the module docstring)."""
+    """DyNet's agenda over the groups of `by_depth` (see the module docstring): each batch is
+    every ready group of one signature, so there are never more batches than groups."""
+    index: dict[Any, int] = {}  # (depth, signature), or an op that cannot batch -> its group
+    groups: list[list] = []  # group -> its ops, in recorded order
+    needs: list[set] = []  # group -> the groups its ops read from
+    group_of: dict[Any, int] = {}
+    for op in ops:
+        signature = op.signature
+        key = (op.depth, signature) if signature is not None else op
+        g = index.get(key)
+        if g is None:
+            g = index[key] = len(groups)
+            groups.append([op])
+            needs.append(set())
+        else:
+            groups[g].append(op)
+        group_of[op] = g
+        producers = op.producers
+        if producers:  # a producer sits at a lower depth: groups never need themselves
+            need = needs[g]
+            for producer in producers:
+                need.add(group_of[producer])
+    # Lowest average depth first; on ties, other ops before matrix products, then the first seen.
+    totals: dict[Any, list] = {}  # signature -> [sum of depths, count, matmul_like, first seen]
+    for members in groups:
+        first = members[0]
+        if first.signature is None:
+            continue
+        total = totals.get(first.signature)
+        if total is None:
+            totals[first.signature] = [first.depth * len(members), len(members),
+                                       first.matmul_like, len(totals)]  # fmt: skip
+        else:
+            total[0] += first.depth * len(members)
+            total[1] += len(members)
+    priority = {s: (t[0] / t[1], t[2], t[3]) for s, t in totals.items()}
+    consumers: list[list[int]] = [[] for _ in groups]
+    waiting = [len(need) for need in needs]  # group -> groups it needs that have not run
+    alone: deque = deque()  # ready groups of an op that cannot batch
+    ready: dict[Any, list] = {}  # signature -> its ready groups
+    for g, need in enumerate(needs):
+        for h in need:
+            consumers[h].append(g)
+        if not need:
+            _make_ready(g, groups[g][0].signature, alone, ready)
+    batches = []
+    while alone or ready:
+        chosen = [alone.popleft()] if alone else ready.pop(min(ready, key=priority.__getitem__))
+        batch: list = []
+        for g in chosen:
+            batch += groups[g]
+            for consumer in consumers[g]:
+                waiting[consumer] -= 1
+                if not waiting[consumer]:
+                    _make_ready(consumer, groups[consumer][0].signature, alone, ready)
+        batches.append(batch)
+    if sum(len(batch) for batch in batches) != len(ops):
+        raise RuntimeError("autobatch: the lazy graph has a cycle (a producer listed after its op)")
+    return batches
+
+
+def _make_ready(group: int, signature: Any, alone: deque, ready: dict[Any, list]) -> None:
+    if signature is None:
+        alone.append(group)
+    elif signature in ready:
+        ready[signature].append(group)
+    else:
+        ready[signature] = [group]
+
+
+def by_dynet(ops: Sequence[Any]) -> list[list[Any]]:
+    """DyNet's agenda node by node, as its source has it (autobatch strategy 1; the module
+    docstring says where it loses)."""
     totals: dict[Any, list] = {}  # signature -> [sum of depths, count, matmul_like, first seen]
     consumers: dict[Any, list] = {}  # op -> the ops that read its results
     waiting: dict[Any, int] = {}  # op -> how many of its producers have not run yet

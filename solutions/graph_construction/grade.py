@@ -971,7 +971,8 @@ def _gradients(nodes: list, out: Any, is_torch: bool, where: str) -> dict[int, f
             if child is None:
                 continue
             if child_grad is not None:
-                grads[child] = grads[child] + child_grad if child in grads else child_grad
+                earlier = grads.get(child)
+                grads[child] = child_grad if earlier is None else earlier + child_grad
             consumers[child] -= 1
             if consumers[child] == 0:
                 ready.append(child)
