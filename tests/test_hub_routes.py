@@ -138,7 +138,7 @@ def test_hub_from_a_venv_in_the_clone(repository_venv: tuple[Path, Path]) -> Non
 PREFLIGHT = """
 from pathlib import Path
 from solutions.instructor import hub
-hub.enter_private_view(Path({state!r}))
+hub.enter_hub_view(Path({state!r}))
 hub.SERVER_IMPORTS = (*hub.SERVER_IMPORTS, "no_such_mod")
 try:
     hub.check_student_server()

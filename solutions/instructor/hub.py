@@ -47,7 +47,7 @@ HUB_CONFIG = REPO_ROOT / "deploy" / "jupyterhub"
 DEFAULT_STATE = Path("/srv/dyngraph-hub")
 COURSE_ID = "dyngraph"
 INSTRUCTOR = "instructor"
-IN_NAMESPACE = "DYNGRAPH_HUB_PRIVATE"  # set in the re-run inside the private namespace
+IN_NAMESPACE = "DYNGRAPH_HUB_PRIVATE"  # set in the re-run inside the hub's own mount namespace
 
 
 @dataclass
@@ -94,7 +94,7 @@ def cmd_hub(course: object, args: argparse.Namespace) -> int:
         ]
         return run_in_private_namespace(argv)
     if os.environ.get(IN_NAMESPACE) == "1":
-        enter_private_view(state, private_accounts=args.private)
+        enter_hub_view(state, private_accounts=args.private)
     check_student_server()
     accounts = prepare_state(state, args.students)
     return run_hub(state, args.ip, args.port, accounts)
@@ -262,7 +262,7 @@ def shown_to_users() -> list[Path]:
     return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))
 
 
-def enter_private_view(state: Path, private_accounts: bool = True) -> None:
+def enter_hub_view(state: Path, private_accounts: bool = True) -> None:
     """Inside the hub's own mount namespace: the folders users must reach shown to them where
     a folder above is closed, and with `private_accounts` (--private) a scratch copy of /etc,
     so that useradd changes nothing outside."""
