@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from solutions.instructor.course import DEFAULT_COURSE_ROOT, REPO_ROOT, CommandError
-from solutions.instructor.python_view import command_path, python_folders
+from solutions.instructor.python_view import command_path, outermost, python_folders
 from solutions.instructor.student_server import (
     enter_student_view,
     limit_student,
@@ -258,8 +258,7 @@ def run_in_private_namespace(argv: list[str]) -> int:
 def shown_to_users() -> list[Path]:
     """What every user's server must reach: the running Python's folders (NOTE [Python view])
     and the repository (minitorch/ for students, all of it for the instructor)."""
-    folders = [*python_folders(), REPO_ROOT.resolve()]
-    return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))
+    return outermost([*python_folders(), REPO_ROOT.resolve()])
 
 
 def enter_hub_view(state: Path, private_accounts: bool = True) -> None:
@@ -282,7 +281,7 @@ def show_to_everyone(folders: list[Path], scratch: Path) -> None:
     `scratch` first, since one tmpfs may hide several of them (a venv and pyenv's Python both
     in /root)."""
     closed = {c for folder in folders if (c := closed_ancestor(folder.parent)) is not None}
-    tops = [c for c in closed if not any(c != o and c.is_relative_to(o) for o in closed)]
+    tops = outermost(closed)
     hidden = [f for f in folders if any(f.is_relative_to(top) for top in tops)]
     kept = []
     for number, folder in enumerate(hidden):
@@ -290,7 +289,7 @@ def show_to_everyone(folders: list[Path], scratch: Path) -> None:
         keep.mkdir()
         subprocess.run(["mount", "--bind", str(folder), str(keep)], check=True)
         kept.append((folder, keep))
-    for top in sorted(tops):
+    for top in tops:
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(top)], check=True)
     for folder, keep in kept:
         folder.mkdir(parents=True, mode=0o755)

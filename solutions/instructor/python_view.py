@@ -55,13 +55,13 @@ def python_folders(hidden: Iterable[Path] = ()) -> list[Path]:
         if entry not in prefixes and any(real.is_relative_to(folder) for folder in hidden):
             continue
         folders.add(path)
+    return outermost(folders)
+
+
+def outermost(folders: Iterable[Path]) -> list[Path]:
+    """`folders` without those inside another of them, sorted."""
+    folders = set(folders)
     return sorted(f for f in folders if not any(f != o and f.is_relative_to(o) for o in folders))
-
-
-def python_folders_holding(folder: Path) -> list[Path]:
-    """The folders of `python_folders()` that contain `folder` (a repository inside a venv)."""
-    folder = Path(os.path.realpath(folder))
-    return [root for root in python_folders() if folder.is_relative_to(root)]
 
 
 def command_path(rest: str) -> str:

@@ -50,11 +50,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from solutions.instructor.python_view import (
-    command_path,
-    python_folders,
-    python_folders_holding,
-)
+from solutions.instructor.python_view import command_path, python_folders
 from solutions.reference_cells import without_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -163,8 +159,8 @@ def preflight(assignment: str | None = None, python: str | None = None) -> str |
     About 4 s, once per process and interpreter (a pass is remembered)."""
     if problem := bwrap_available():
         return problem
-    shown = [Path(folder) for folder in SYSTEM if os.path.exists(folder)]
-    for root in [*shown, *python_folders_holding(REPO_ROOT)]:
+    bound = [Path(folder) for folder in (*SYSTEM, *_python_roots()) if os.path.exists(folder)]
+    for root in bound:  # what _bwrap_prefix shows besides the project copy
         if REPO_ROOT.resolve().is_relative_to(root.resolve()):
             return (
                 f"the grading sandbox shows {root} to every student, and it holds this "
