@@ -2,6 +2,7 @@
 
     python3 benchmarks/bench_grading.py                              # 40 students, every notebook
     python3 benchmarks/bench_grading.py --students 10 graph_construction --jobs 1 2
+    python3 benchmarks/bench_grading.py graph_construction --dask    # also on Dask, 1 and 2 workers
 
 For each assignment, a class of `--students` submissions is generated from the notebook itself:
 the reference answers, the blank release, and the reference with each kept wrong answer in turn
@@ -16,6 +17,12 @@ Beside each speed-up it prints the machine's own ceiling, measured just before: 
 work two processes of a plain Python loop get done at once than one alone (2.00x on two idle,
 independent cores; less where the cores share a physical core or a neighbour is busy). Grading
 cannot scale better than that.
+
+With `--dask`, the class is also graded with `grade --dask` on a local Dask cluster (a
+scheduler and one-thread workers, separate processes over TCP, started before the clock runs)
+of 1 and 2 workers (or the counts given), printed beside local grading at as many jobs: the
+ratio, and Dask's own cost per submission (the difference, per submission: connecting, each
+worker's check, sending each task and its result).
 """
 
 from __future__ import annotations
@@ -64,19 +71,32 @@ def generate_class(course: Path, assignment: str, students: int, inbox: Path) ->
         nbformat.write(variants[number % len(variants)], path)
 
 
-def grade_seconds(released: Path, assignment: str, students: int, jobs: int) -> float:
+def grade_seconds(
+    released: Path, assignment: str, students: int, jobs: int, dask: bool = False
+) -> float:
     """Wall seconds of `python -m solutions grade` (a fresh process, as an instructor runs it,
-    so nothing cached by an earlier run helps) on a fresh copy of the released course."""
-    with tempfile.TemporaryDirectory() as folder:
+    so nothing cached by an earlier run helps) on a fresh copy of the released course, with
+    `--jobs jobs`, or with `dask`: `--dask` on a local cluster of `jobs` workers of one thread
+    each, started (not timed) before the command (tests/dask_support.py)."""
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         course = shutil.copytree(released, Path(folder) / "course")
         generate_class(course, assignment, students, Path(folder) / "inbox")
         command = [sys.executable, "-m", "solutions", "--course", str(course), "grade"]
-        command += [assignment, "--from", str(Path(folder) / "inbox"), "--jobs", str(jobs)]
+        command += [assignment, "--from", str(Path(folder) / "inbox")]
+        if dask:
+            from dask_support import LocalDaskCluster
+
+            cluster = stack.enter_context(LocalDaskCluster(Path(folder)))
+            for number in range(jobs):
+                cluster.add_worker(f"worker-{number + 1}", {"PYTHONPATH": str(REPO_ROOT)})
+            command += ["--dask", cluster.address]
+        else:
+            command += ["--jobs", str(jobs)]
         start = time.perf_counter()
         done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
         seconds = time.perf_counter() - start
         if done.returncode != 0:
-            raise SystemExit(f"grade {assignment} --jobs {jobs} failed:\n{done.stderr[-2000:]}")
+            raise SystemExit(f"{' '.join(command[3:])} failed:\n{done.stderr[-2000:]}")
         return seconds
 
 
@@ -107,14 +127,20 @@ def main_bench() -> None:
     parser.add_argument("assignments", nargs="*", default=None)
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--dask", type=int, nargs="*", default=None, metavar="WORKERS",
+        help="also grade with --dask on a local cluster of this many one-thread workers "
+        "(default with --dask: the --jobs counts), compared with local grading at as many jobs",
+    )  # fmt: skip
     args = parser.parse_args()
+    dask = (args.dask or args.jobs) if args.dask is not None else []
     chosen = args.assignments or assignments()
     print(machine_line("cpu", f"Python {platform.python_version()}, {args.students} students "
                        "per assignment") + "\n")  # fmt: skip
     header = ["assignment", *(f"{j} job(s) s/submission" for j in args.jobs), "speed-up"]
     header.append(f"machine ceiling ({args.jobs[-1]} processes)")
     speed_up = at_least(1.8) if args.jobs[0] == 1 and args.jobs[-1] == 2 else None
-    rows, per_student = [], {}
+    rows, per_student, dask_rows = [], {}, []
     with tempfile.TemporaryDirectory() as folder:
         for assignment in chosen:
             with contextlib.redirect_stderr(io.StringIO()):  # its "release written to" line
@@ -126,8 +152,26 @@ def main_bench() -> None:
             speed = figure(seconds[0] / seconds[-1], "{:.2f}x", speed_up)
             rows.append([assignment, *(f"{s:.2f}" for s in per_sub), speed, f"{ceiling:.2f}x"])
             print(f"graded {assignment}: {' | '.join(rows[-1][1:])}", file=sys.stderr, flush=True)
+            if dask:
+                local = dict(zip(args.jobs, seconds, strict=True))
+                row = [assignment]
+                for workers in dask:
+                    if workers not in local:
+                        local[workers] = grade_seconds(released, assignment, args.students, workers)
+                    on_dask = grade_seconds(released, assignment, args.students, workers, True)
+                    extra = (on_dask - local[workers]) / args.students
+                    row += [f"{on_dask / args.students:.2f}", f"{on_dask / local[workers]:.2f}x",
+                            f"{extra:+.2f}"]  # fmt: skip
+                dask_rows.append(row)
+                print(f"graded {assignment} on Dask: {' | '.join(row[1:])}", file=sys.stderr)
     results = table(header, rows)
     print(results)
+    if dask:
+        dask_header = ["assignment"]
+        for workers in dask:
+            dask_header += [f"Dask {workers} worker(s) s/submission",
+                            f"vs {workers} job(s)", "Dask's cost s/submission"]  # fmt: skip
+        print("\n" + table(dask_header, dask_rows))
     last = f"at {args.jobs[-1]} job(s)"
     lines = [
         f"the {len(chosen)} chosen notebooks, per student {last}: {sum(per_student.values()):.1f} s"

@@ -25,7 +25,7 @@ from course_notebooks import ASSIGNMENTS
 from solutions.grading import OBSERVATIONS_ENV
 from solutions.instructor import leaks
 from solutions.instructor.course import open_course
-from solutions.instructor.sandbox import project_copy
+from solutions.instructor.sandbox import kernel_bytes, project_copy
 from solutions.instructor.verdicts import read_observations
 from solutions.judging import verdict
 from solutions.reference_cells import MARKER, NOTEBOOKS, _role
@@ -94,7 +94,7 @@ def notebook_cells(assignment: str) -> list[str]:
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_hidden_tests_run_with_only_the_kernel_half(assignment: str, tmp_path: Path) -> None:
-    project = project_copy(tmp_path / "project", assignment)
+    project = project_copy(tmp_path / "project", kernel_bytes(assignment))
     calls = HIDDEN_CALL.findall((NOTEBOOKS / f"{assignment}.py").read_text())
     (project / "cells.json").write_text(json.dumps(notebook_cells(assignment)))
     (project / "calls.json").write_text(json.dumps(calls))
@@ -125,7 +125,7 @@ def test_a_sandbox_holds_no_line_of_a_solution(assignment: str, tmp_path: Path) 
     """No file a sandbox can read holds a line of an answer or hidden test (outside the one-line
     call), nor the solution markers."""
     secrets = leaks.answer_lines(open_course())
-    project = project_copy(tmp_path / "project", assignment)
+    project = project_copy(tmp_path / "project", kernel_bytes(assignment))
     found = []
     for path in sorted(project.rglob("*.py")):
         if "minitorch" not in path.parts:

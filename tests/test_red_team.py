@@ -214,8 +214,12 @@ class RedTeamClass:
         return path.read_text()
 
 
-@pytest.fixture(scope="module")
-def red_team(released_course: Path, tmp_path_factory: pytest.TempPathFactory) -> RedTeamClass:
+@pytest.fixture(scope="module", params=["jobs", "dask"])
+def red_team(
+    released_course: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> RedTeamClass:
+    """The class graded on this machine (`--jobs 2`), then on a Dask cluster of two workers
+    whose environment holds the secret too (`--dask`, NOTE [Grading on Dask])."""
     work = tmp_path_factory.mktemp("red-team")
     course = copy_course(released_course, work / "course")
     inbox, home = work / "inbox", work / "instructor-home"
@@ -256,12 +260,22 @@ def red_team(released_course: Path, tmp_path_factory: pytest.TempPathFactory) ->
         write_submission(inbox, student, NOTEBOOK_1, with_answers(release, STUDENTS[student]))
     out = io.StringIO()
     os.environ["COURSE_TEST_SECRET"] = SECRET
+    command = ["--course", str(course), "--timeout", str(CELL_SECONDS), "--budget",
+               str(BUDGET_SECONDS), "grade", NOTEBOOK_1, "--from", str(inbox)]  # fmt: skip
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = main(
-                ["--course", str(course), "--timeout", str(CELL_SECONDS), "--budget",
-                 str(BUDGET_SECONDS), "grade", NOTEBOOK_1, "--from", str(inbox), "--jobs", "2"]
-            )  # fmt: skip
+        with contextlib.ExitStack() as stack:
+            if request.param == "dask":
+                pytest.importorskip("distributed")
+                from dask_support import LocalDaskCluster
+
+                cluster = stack.enter_context(LocalDaskCluster(work))
+                for name in ("worker-1", "worker-2"):
+                    cluster.add_worker(name, {"PYTHONPATH": str(REPO_ROOT)})
+                command += ["--dask", cluster.address]
+            else:
+                command += ["--jobs", "2"]
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = main(command)
     finally:
         del os.environ["COURSE_TEST_SECRET"]
     return RedTeamClass(course, home, out.getvalue(), code, 25.0)

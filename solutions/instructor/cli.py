@@ -7,7 +7,9 @@ command, like --timeout and --budget):
   autograde ASSIGNMENT    autograde every submission (a failing student never stops the batch),
                           each in a sandbox, --jobs at a time (default: one per core);
                           --no-sandbox only where bubblewrap cannot run (the table says so);
-                          --results DIR: use the results `execute` left there. Only what
+                          --results DIR: use the results `execute` left there;
+                          --dask ADDRESS: run the sandboxes on a Dask cluster's workers
+                          (each checked first; this process judges and records). Only what
                           changed since the last run is graded again (the table says
                           "reused"); --force grades everything again. Exit 1 when a
                           submission could not be graded
@@ -134,7 +136,7 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
     students = _known_students(course, args)
     results = pipeline.autograde(
         course, args.assignment, args.student or None, progress_bar, args.jobs, args.sandbox,
-        _results_folder(args), force=args.force,
+        _results_folder(args), force=args.force, dask=_dask_address(args),
     )  # fmt: skip
     _reused(results)
     rows = [r for r in report.student_rows(course, args.assignment) if r.student in students]
@@ -148,6 +150,14 @@ def _reused(results: dict[str, dict]) -> None:
     if reused:
         _say(f"reused the grading of {_count(reused, 'submission')} unchanged since the last "
              "run (the table says `reused`; --force grades everything again)")  # fmt: skip
+
+
+def _dask_address(args: argparse.Namespace) -> str | None:
+    """The Dask scheduler of --dask (None: grade on this machine)."""
+    if args.dask and args.jobs:
+        raise CommandError("--jobs is for grading on this machine; with --dask, each worker "
+                           "runs as many submissions as it has threads: choose one")  # fmt: skip
+    return args.dask
 
 
 def _results_folder(args: argparse.Namespace) -> Path | None:
@@ -273,11 +283,14 @@ def cmd_grade(course: Course, args: argparse.Namespace) -> int:
     students = course.students(args.assignment)  # also those collected earlier (e.g. --zip)
     if not students:
         raise CommandError(f"no submissions of {args.assignment}: give --from or --zip")
-    pipeline.sandbox_problem(args.sandbox, args.assignment)
-    _say(f"autograding {_count(students, 'submission')}")
+    dask = _dask_address(args)
+    if dask is None:  # with Dask, each worker runs this check before it gets work
+        pipeline.sandbox_problem(args.sandbox, args.assignment)
+    where = f" on the Dask cluster at {dask}" if dask else ""
+    _say(f"autograding {_count(students, 'submission')}{where}")
     graded = pipeline.autograde(
         course, args.assignment, students, progress_bar, args.jobs, args.sandbox, results,
-        with_feedback=True, force=args.force,
+        with_feedback=True, force=args.force, dask=dask,
     )  # fmt: skip
     _reused(graded)
     withheld = pipeline.withhold_leaking_feedback(course, args.assignment)
@@ -389,6 +402,11 @@ def build_parser() -> argparse.ArgumentParser:
     execute.add_argument("--results", required=True, help="folder the results are written to")
     for sub in (autograde, commands.choices["grade"]):
         sub.add_argument("--results", help="results left by `execute` (not run again)")
+        sub.add_argument(
+            "--dask", metavar="ADDRESS",
+            help="run the sandboxes on the workers of this Dask scheduler (tcp://host:8786); "
+            "this process judges and records (pip install -e '.[dask]')",
+        )  # fmt: skip
         sub.add_argument(
             "--force", action="store_true",
             help="grade every submission again (default: only what changed since the last run)",

@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import nbformat
 from nbformat import NotebookNode
@@ -33,7 +34,13 @@ from traitlets.utils.importstring import import_item
 from solutions.instructor import admission, report, uploads
 from solutions.instructor.admission import ADMITTED, admitted_folder
 from solutions.instructor.course import REPO_ROOT, CommandError, Course, check
-from solutions.instructor.sandbox import Limits, bwrap_available, run_submission
+from solutions.instructor.sandbox import (
+    Execution,
+    Limits,
+    bwrap_available,
+    kernel_bytes,
+    run_submission,
+)
 from solutions.instructor.verdicts import SandboxedAutograde, digest, prepare
 
 
@@ -583,11 +590,12 @@ def _sandbox_work(
     limits: Limits,
     sandbox: bool,
     cache: Path,
+    files: dict[str, bytes],
     force: bool = False,
 ) -> _Plan:
     """Admit `student`'s submission and prepare each notebook; return its `_Plan` (a notebook
-    whose result is in `cache` is not run again, unless `force`). Main thread only (it
-    parses)."""
+    whose result, with the sandbox holding `files`, is in `cache` is not run again, unless
+    `force`). Main thread only (it parses)."""
     problems_file(course, assignment, student).unlink(missing_ok=True)
     flags = admission.admit(course, assignment, student)
     plan = _Plan(unreadable=[flag for flag in flags if flag.startswith(admission.UNREADABLE)])
@@ -597,7 +605,7 @@ def _sandbox_work(
         prepared = prepare(_to_execute(course, assignment, student, notebook))
         if admission.unreadable_reason(prepared):
             continue  # nothing of the student's to run
-        result = cache / f"{digest(prepared, assignment, limits, sandbox)}.json"
+        result = cache / f"{digest(prepared, assignment, limits, sandbox, files)}.json"
         plan.results.append(result)
         if force or not result.is_file():
             plan.work.append((prepared, result))
@@ -605,6 +613,40 @@ def _sandbox_work(
 
 
 Then = Callable[[str, "_Plan"], str]
+
+
+class Sandboxes(Protocol):
+    """Where a grading run's sandboxes run: this machine (`LocalSandboxes`) or the workers of
+    a Dask cluster (`dask_grading.DaskSandboxes`)."""
+
+    threads: int  # submissions handled at once
+    files: dict[str, bytes]  # what every sandbox of the run holds (`kernel_bytes`)
+
+    def run(self, prepared: NotebookNode, key: str) -> Execution:
+        """The sandbox's result for `prepared`, whose `verdicts.digest` is `key`."""
+
+    def describe(self) -> str:
+        """What the progress bar adds ("" or "on 2 workers")."""
+
+
+class LocalSandboxes:
+    """Each submission's sandbox on this machine, `jobs` at a time."""
+
+    def __init__(
+        self, assignment: str, files: dict[str, bytes], limits: Limits, sandboxed: bool, jobs: int
+    ) -> None:
+        self.assignment, self.files, self.limits = assignment, files, limits
+        self.sandboxed = sandboxed
+        self.threads = max(1, jobs)
+
+    def run(self, prepared: NotebookNode, key: str) -> Execution:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "notebook.ipynb"
+            nbformat.write(prepared, path)
+            return run_submission(path, self.assignment, self.limits, self.sandboxed, self.files)
+
+    def describe(self) -> str:
+        return ""
 
 
 def execute_all(
@@ -616,14 +658,50 @@ def execute_all(
     progress: ProgressCallback | None = None,
     then: Then | None = None,
     force: bool = False,
+    dask: str | None = None,
 ) -> dict[str, _Plan]:
-    """Run every submission in its own sandbox, `jobs` at a time, leaving each result in
-    `cache` under its `digest`, where SandboxedAutograde finds it. A notebook whose result is
-    there already is not run again (unless `force`). `then(student, plan)` runs in the calling
-    thread as soon as that student's sandboxes are done, while the others still run; what it
-    returns ("reused") is shown by `progress`. A failure while handling one student is
+    """Run every submission in its own sandbox, `jobs` at a time (or on the workers of the
+    Dask scheduler at `dask`: NOTE [Grading on Dask] in dask_grading.py), leaving each result
+    in `cache` under its `digest`, where SandboxedAutograde finds it. A notebook whose result
+    is there already is not run again (unless `force`). `then(student, plan)` runs in the
+    calling thread as soon as that student's sandboxes are done, while the others still run;
+    what it returns ("reused") is shown by `progress`. A failure while handling one student is
     recorded as that student's grading error, never stops the others. Returns each student's
-    `_Plan`."""
+    `_Plan`. Raises CommandError when the Dask scheduler goes away (what was recorded stays)."""
+    limits = SandboxedAutograde(config=course.config).limits()
+    sandbox = course.config.SandboxedAutograde.sandbox
+    files = kernel_bytes(assignment)  # read once: every key and sandbox of this run has them
+    if dask is None:
+        local = LocalSandboxes(assignment, files, limits, sandbox, jobs)
+        return _execute_all(course, assignment, students, cache, local, progress, then, force)
+    from solutions.instructor.dask_grading import DaskSandboxes, SchedulerGone
+
+    with DaskSandboxes(dask, assignment, files, limits, sandbox, say=_warn) as where:
+        try:
+            return _execute_all(course, assignment, students, cache, where, progress, then, force)
+        except SchedulerGone as error:
+            recorded = sum(1 for s in students if read_graded(course, assignment, s).get("key"))
+            raise CommandError(
+                f"{error}: the run stopped. {recorded} of {len(students)} students are "
+                "recorded and stay so, and the results already back are kept: the same command "
+                "runs only what is missing"
+            ) from None
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _execute_all(
+    course: Course,
+    assignment: str,
+    students: list[str],
+    cache: Path,
+    sandboxes: Sandboxes,
+    progress: ProgressCallback | None,
+    then: Then | None,
+    force: bool,
+) -> dict[str, _Plan]:
     limits = SandboxedAutograde(config=course.config).limits()
     sandbox = course.config.SandboxedAutograde.sandbox
 
@@ -637,10 +715,7 @@ def execute_all(
             for prepared, result in work:
                 if result in made:  # by that earlier student
                     continue
-                with tempfile.TemporaryDirectory() as folder:
-                    path = Path(folder) / "notebook.ipynb"
-                    nbformat.write(prepared, path)
-                    execution = run_submission(path, assignment, limits, sandboxed=sandbox)
+                execution = sandboxes.run(prepared, result.stem)
                 if execution.grader_error:  # not the student's: no result, no grade
                     problem = f"grader error in the sandbox: {execution.grader_error}"
                     log = f"the sandbox's stderr:\n{execution.stderr}"
@@ -649,6 +724,8 @@ def execute_all(
                 partial.write_text(json.dumps(asdict(execution)))
                 partial.replace(result)
                 made.add(result)
+        except CommandError:  # the run stops (the Dask scheduler went away)
+            raise
         except Exception as error:  # ours (the sandbox could not start, a full disk, ...)
             detail = "".join(traceback.format_exception(error))[-20_000:]
             return student, time.perf_counter() - start, f"sandbox: {_describe(error)}\n{detail}"
@@ -657,13 +734,13 @@ def execute_all(
     plans: dict[str, _Plan] = {}
     made: set[Path] = set()  # results written by this run
     making: dict[Path, Future] = {}  # result -> the future of the first student who needs it
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=min(sandboxes.threads, max(1, len(students)))) as pool:
         futures = []
         for student in students:
             plans[student] = _Plan()
             with _for_student(course, assignment, student, "admission"):
                 plans[student] = _sandbox_work(
-                    course, assignment, student, limits, sandbox, cache, force
+                    course, assignment, student, limits, sandbox, cache, sandboxes.files, force
                 )
             work = plans[student].work
             first = {making[result] for _, result in work if result in making}
@@ -681,6 +758,9 @@ def execute_all(
                 with _for_student(course, assignment, student, "recording"):
                     note = then(student, plans[student])
             if progress is not None:
+                where = sandboxes.describe()
+                if where and not note:
+                    note = f"{seconds:.1f} s {where}"
                 progress(number, len(students), student, seconds, note)
     return plans
 
@@ -712,11 +792,13 @@ def autograde(
     results: Path | None = None,
     with_feedback: bool = False,
     force: bool = False,
+    dask: str | None = None,
 ) -> dict[str, dict]:
     """Autograde every submission; one student's failure never stops the batch.
 
     Each submission is admitted (NOTE [Admission] in admission.py) and runs in its own
-    sandbox, `jobs` at a time (default: one per core), unless its result is kept from an
+    sandbox, `jobs` at a time (default: one per core) or on the workers of the Dask scheduler
+    at `dask` (NOTE [Grading on Dask] in dask_grading.py), unless its result is kept from an
     earlier run or `results` holds it (left by `execute`); as each one finishes, nbgrader's
     autograde, one student at a time in this process, reads the admitted notebook, judges the
     hidden tests and writes the gradebook (see NOTE [Grading sandbox] in sandbox.py). A
@@ -733,7 +815,8 @@ def autograde(
     why) is written, then its submission is taken out of the gradebook and autograded/, so no
     grade of 0 that nobody gave is kept or exported; its result says "not graded".
     """
-    sandbox_problem(sandbox, assignment)
+    if dask is None:  # with Dask, each worker runs this check before it gets work
+        sandbox_problem(sandbox, assignment)
     students = course.students(assignment) if students is None else students
     log_dir = course.root / "reports" / assignment / "autograde"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -789,7 +872,7 @@ def autograde(
         return recorded
 
     jobs = jobs or os.cpu_count() or 1
-    plans = execute_all(course, assignment, students, cache, jobs, progress, record, force)
+    plans = execute_all(course, assignment, students, cache, jobs, progress, record, force, dask)
     if results is None:
         _prune(course, assignment, cache, {p.name for plan in plans.values() for p in plan.results})
     return outcome

@@ -37,6 +37,7 @@ when they do not work.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -117,16 +118,24 @@ def kernel_files(assignment: str) -> dict[str, Path | str]:
     return files
 
 
-def project_copy(destination: Path, assignment: str) -> Path:
-    """Write the sandbox's read-only project (see `kernel_files`) into `destination`."""
-    files = kernel_files(assignment)
-    for relative, source in files.items():
+def kernel_bytes(assignment: str) -> dict[str, bytes]:
+    """`kernel_files` read: {relative path: content}, what a sandbox of `assignment` holds (a
+    Dask task carries it to a worker; see NOTE [Grading on Dask] in dask_grading.py)."""
+    return {
+        relative: source.read_bytes() if isinstance(source, Path) else source.encode()
+        for relative, source in kernel_files(assignment).items()
+    }
+
+
+def project_copy(destination: Path, files: dict[str, bytes]) -> Path:
+    """Write the sandbox's read-only project (`files`, from `kernel_bytes`) into
+    `destination`."""
+    for relative, content in files.items():
         target = destination / relative
+        if not target.resolve().is_relative_to(destination.resolve()):
+            raise ValueError(f"a project file outside the project: {relative!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(source, Path):
-            shutil.copyfile(source, target)
-        else:
-            target.write_text(source)
+        target.write_bytes(content)
     for path in [destination, *destination.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return destination
@@ -145,18 +154,21 @@ def bwrap_available() -> str | None:
 
 
 PREFLIGHT_OK = "course-preflight: the kernel imports what grading needs"
-_PREFLIGHT_PASSED: set[tuple[str, str, str]] = set()
+_PREFLIGHT_PASSED: set[tuple[str, str, str, str]] = set()
 
 
-def preflight(assignment: str | None = None, python: str | None = None) -> str | None:
+def preflight(
+    assignment: str | None = None, python: str | None = None, files: dict[str, bytes] | None = None
+) -> str | None:
     """None when submissions can be graded here, else one line: what failed, what the sandbox
     hides, how to fix it (the refusal to grade).
 
     It runs what every submission runs, in a sandbox with the same mounts, user and limits: the
     grading runner (run_notebook.py) under `python` (default: this process's interpreter, which
     `run_submission` uses), importing nbformat and nbclient, then a kernel that imports torch,
-    minitorch, solutions.grading and `assignment`'s kernel half, on a notebook of one cell.
-    About 4 s, once per process and interpreter (a pass is remembered)."""
+    minitorch, solutions.grading and `assignment`'s kernel half (`files`, default
+    `kernel_bytes(assignment)`), on a notebook of one cell. About 4 s, once per process,
+    interpreter and set of files (a pass is remembered)."""
     if problem := bwrap_available():
         return problem
     bound = [Path(folder) for folder in (*SYSTEM, *_python_roots()) if os.path.exists(folder)]
@@ -168,11 +180,13 @@ def preflight(assignment: str | None = None, python: str | None = None) -> str |
                 "use a venv made elsewhere (python3 -m venv)"
             )
     python = python or sys.executable
-    key = (python, assignment or "", shutil.which("bwrap") or "")
+    files = kernel_bytes(assignment or "") if files is None else files
+    contents = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()
+    key = (python, assignment or "", shutil.which("bwrap") or "", contents)
     if key in _PREFLIGHT_PASSED:
         return None
     imports = ["torch", "minitorch", "solutions.grading"]
-    if assignment and f"solutions/{assignment}/grade.py" in kernel_files(assignment):
+    if assignment and f"solutions/{assignment}/grade.py" in files:
         imports.append(f"solutions.{assignment}.grade")
     source = f"import sys\nprint(sys.executable)\nimport {', '.join(imports)}\n"
     source += f"print({PREFLIGHT_OK!r})\n"
@@ -184,7 +198,7 @@ def preflight(assignment: str | None = None, python: str | None = None) -> str |
         nbformat.write(
             nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), notebook
         )
-        execution = _execute(notebook, assignment or "", limits, True, python)
+        execution = _execute(notebook, files, limits, True, python)
     if execution.grader_error:
         return _cannot_start(python, execution)
     printed = ""
@@ -370,24 +384,30 @@ class _Cgroup:
 
 
 def run_submission(
-    notebook: Path, assignment: str, limits: Limits = Limits(), sandboxed: bool = True
+    notebook: Path,
+    assignment: str,
+    limits: Limits = Limits(),
+    sandboxed: bool = True,
+    files: dict[str, bytes] | None = None,
 ) -> Execution:
-    """Execute `notebook` (hidden tests included) in a sandbox, within `limits`, with this
-    process's own interpreter. A run that failed for a reason not the student's has
-    `grader_error` set (NOTE [Grader errors]): it must not be graded.
+    """Execute `notebook` (hidden tests included) in a sandbox holding `files` (default:
+    `kernel_bytes(assignment)`), within `limits`, with this process's own interpreter. A run
+    that failed for a reason not the student's has `grader_error` set (NOTE [Grader errors]):
+    it must not be graded.
 
     `sandboxed=False` runs the same runner without bubblewrap (the instructor's --no-sandbox):
     same limits where the cgroups allow, but the notebook sees the whole machine."""
-    return _execute(notebook, assignment, limits, sandboxed, sys.executable)
+    files = kernel_bytes(assignment) if files is None else files
+    return _execute(notebook, files, limits, sandboxed, sys.executable)
 
 
 def _execute(
-    notebook: Path, assignment: str, limits: Limits, sandboxed: bool, python: str
+    notebook: Path, files: dict[str, bytes], limits: Limits, sandboxed: bool, python: str
 ) -> Execution:
     execution = Execution()
     with tempfile.TemporaryDirectory(prefix="course-grading-") as scratch:
         scratch = Path(scratch)
-        project = project_copy(scratch / "project", assignment)
+        project = project_copy(scratch / "project", files)
         submission = scratch / "submission"
         submission.mkdir()
         shutil.copyfile(notebook, submission / "notebook.ipynb")

@@ -34,7 +34,7 @@ from traitlets import Bool, Float, Integer, Unicode
 from solutions.grading import HiddenTest
 from solutions.instructor.admission import unreadable_reason
 from solutions.instructor.integrity import is_test_cell
-from solutions.instructor.sandbox import Execution, Limits, kernel_files, run_submission
+from solutions.instructor.sandbox import Execution, Limits, kernel_bytes, run_submission
 from solutions.judging import Verdict, verdict
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.DOTALL)
@@ -85,13 +85,20 @@ def prepare(nb: NotebookNode) -> NotebookNode:
     return prepared
 
 
-def digest(nb: NotebookNode, assignment: str, limits: Limits, sandboxed: bool) -> str:
+def digest(
+    nb: NotebookNode,
+    assignment: str,
+    limits: Limits,
+    sandboxed: bool,
+    files: dict[str, bytes] | None = None,
+) -> str:
     """The key of one execution's result: the prepared notebook, every file its sandbox holds
-    (a changed grader or library runs it again), the limits and whether it was sandboxed."""
+    (`files`, default `kernel_bytes(assignment)`: a changed grader or library runs it again),
+    the limits and whether it was sandboxed."""
     key = hashlib.sha256(nbformat.writes(nb).encode("utf-8", "surrogatepass"))
-    for relative, source in kernel_files(assignment).items():
-        text = source.read_bytes() if isinstance(source, Path) else source.encode()
-        key.update(f"\0{relative}\0".encode() + text)
+    files = kernel_bytes(assignment) if files is None else files
+    for relative, content in files.items():
+        key.update(f"\0{relative}\0".encode() + content)
     key.update(repr((asdict(limits), sandboxed)).encode())
     return key.hexdigest()
 
