@@ -13,6 +13,7 @@ Measurements take turns (a busy machine slows all alike) and the fastest step is
     python3 benchmarks/bench_autobatch.py             # one torch thread (see --threads)
     python3 benchmarks/bench_autobatch.py --threads 0  # torch's default number of threads
     python3 benchmarks/bench_autobatch.py --gc-off    # no cyclic garbage collection in any run
+    python3 benchmarks/bench_autobatch.py --part patterns  # only issue 35's patterns (below)
 
 `autobatch.batch()` pauses Python's cyclic garbage collector inside its block (the lazy graph
 is many small objects); the other runs keep it on, as a training loop does, unless --gc-off.
@@ -30,6 +31,24 @@ The overhead column is autobatch's own time (recording + scheduling, `autobatch.
 measured under a recorder that only hands back cached results (`CachedResults`): any
 recorder costs at least that on top of the batched work, so hand / (hand + model code) is the
 largest share of hand-batched throughput that batching the per-sample code can reach.
+
+Per-sample code as people write it (issue 35; forward and backward, no optimizer step, three
+ways: minitorch per-sample, PyTorch per-sample, minitorch autobatch; target for each: >= 8x
+faster than minitorch per-sample and >= 4x faster than PyTorch per-sample):
+  i-iv) a Tree-RNN over 256 `make_expression_trees` trees, hidden 64: a leaf makes its input
+     with `tensor([[value]])` inside the per-sample code, then `Linear` and `tanh`; a node runs
+     its operator's `Linear` on `cat` of its children, then `tanh`; a `Linear` head. Each
+     sample's loss is `((prediction - value) ** 2).sum()` with its target as a Python number:
+     i) forward in the block, the losses added with `+` after it; ii) forward and loss in the
+     block, `total = total + loss`; iii) the losses in a list, `stack(losses).sum()`, iii')
+     Python's `sum(losses)`; iv) `cat` of the roots and one batched loss;
+  v) an Elman RNN written with `Linear`s and `tanh` (no fused cell) over 256 sequences of 5-50
+     steps, hidden 64, each step's input made with `tensor([row])`, a head and a loss per
+     sample, `total = total + loss`.
+"Where the time goes" splits autobatch's step by `autobatch.stats()` (recording, scheduling,
+running the batches) and the rest (the model code's own Python, backward, code after the
+block); "vs PyTorch at most" is PyTorch per-sample / model code alone: the speed-up of a
+recorder that cost nothing.
 """
 
 from __future__ import annotations
@@ -260,6 +279,177 @@ WORKLOADS = {
 }
 
 
+# Per-sample code as people write it (issue 35) ---------------------------------------------------
+PATTERN_HIDDEN = 64
+OPERATOR_LINEARS = "+-*"
+
+
+def tree_rnn(lib: Any) -> Any:
+    """Issue 35's Tree-RNN, written once for both libraries: a leaf makes its input with
+    `lib.tensor([[value]])` inside the per-sample code, then `Linear` and `tanh`; an operator
+    node runs its operator's `Linear` on `cat` of its children, then `tanh`."""
+
+    class TreeRNN(lib.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.leaf = lib.nn.Linear(1, PATTERN_HIDDEN)
+            self.node = lib.nn.ModuleDict(
+                {op: lib.nn.Linear(2 * PATTERN_HIDDEN, PATTERN_HIDDEN) for op in OPERATOR_LINEARS}
+            )
+            self.head = lib.nn.Linear(PATTERN_HIDDEN, 1)
+
+        def encode(self, tree: Any) -> Any:
+            if tree.is_leaf:
+                return self.leaf(lib.tensor([[tree.value]])).tanh()
+            children = lib.cat([self.encode(tree.left), self.encode(tree.right)], 1)
+            return self.node[tree.op](children).tanh()
+
+    lib.manual_seed(0)
+    return TreeRNN()
+
+
+def squared_error(lib: Any, prediction: Any, value: float) -> Any:
+    """One sample's loss, written per sample: `((prediction - value) ** 2).sum()`."""
+    return ((prediction - value) ** 2).sum()
+
+
+def _tree_patterns(lib: Any) -> tuple[Any, dict[str, Callable[[bool], Any]]]:
+    """Issue 35's patterns on the Tree-RNN: the model, and name -> forward(batched) giving the
+    loss. With `batched`, the per-sample part runs inside `autobatch.batch()`, as the name
+    says."""
+    trees, targets = minitorch.datasets.make_expression_trees(SAMPLES, seed=0)
+    values = targets.tolist()
+    target = lib.tensor(values).reshape(-1, 1)
+    model = tree_rnn(lib)
+    block = _block(lib)
+
+    def loss_after_block(batched: bool) -> Any:
+        with block(batched):
+            predictions = [model.head(model.encode(tree)) for tree in trees]
+        total = squared_error(lib, predictions[0], values[0])
+        for prediction, value in zip(predictions[1:], values[1:]):
+            total = total + squared_error(lib, prediction, value)
+        return total
+
+    def chain_in_block(batched: bool) -> Any:
+        with block(batched):
+            total = 0
+            for tree, value in zip(trees, values):
+                loss = squared_error(lib, model.head(model.encode(tree)), value)
+                total = total + loss
+        return total
+
+    def stacked_list(batched: bool) -> Any:
+        with block(batched):
+            losses = [
+                squared_error(lib, model.head(model.encode(tree)), value)
+                for tree, value in zip(trees, values)
+            ]
+            total = lib.stack(losses).sum()
+        return total
+
+    def python_sum(batched: bool) -> Any:
+        with block(batched):
+            total = sum(
+                squared_error(lib, model.head(model.encode(tree)), value)
+                for tree, value in zip(trees, values)
+            )
+        return total
+
+    def cat_one_loss(batched: bool) -> Any:
+        with block(batched):
+            roots = lib.cat([model.encode(tree) for tree in trees])
+            total = lib.nn.functional.mse_loss(model.head(roots), target)
+        return total
+
+    return model, {
+        "i) forward in the block, per-sample losses added with + after it": loss_after_block,
+        "ii) forward and loss in the block, total = total + loss": chain_in_block,
+        "iii) losses in a list, stack(losses).sum()": stacked_list,
+        "iii') losses in a list, Python sum(losses)": python_sum,
+        "iv) forward, cat of the roots, one batched loss": cat_one_loss,
+    }
+
+
+def sequence_rnn(lib: Any) -> Any:
+    """An Elman cell written with `Linear`s and `tanh` (not a fused cell), a head per sample."""
+
+    class SequenceRNN(lib.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.input = lib.nn.Linear(3, PATTERN_HIDDEN)
+            self.hidden = lib.nn.Linear(PATTERN_HIDDEN, PATTERN_HIDDEN)
+            self.head = lib.nn.Linear(PATTERN_HIDDEN, 1)
+
+        def forward(self, rows: list) -> Any:
+            h = lib.zeros(1, PATTERN_HIDDEN)
+            for row in rows:
+                h = (self.input(lib.tensor([row])) + self.hidden(h)).tanh()
+            return self.head(h)
+
+    lib.manual_seed(0)
+    return SequenceRNN()
+
+
+def _sequence_patterns(lib: Any) -> tuple[Any, dict[str, Callable[[bool], Any]]]:
+    sequences, labels = _sequences()
+    values = [float(label) for label in labels]
+    model = sequence_rnn(lib)
+    block = _block(lib)
+
+    def per_step_cells(batched: bool) -> Any:
+        with block(batched):
+            total = 0
+            for rows, value in zip(sequences, values):
+                total = total + squared_error(lib, model(rows), value)
+        return total
+
+    return model, {
+        "v) Elman RNN (Linear + tanh per step, inputs made per step), 5-50 steps, "
+        "a head and loss per sample, total = total + loss": per_step_cells
+    }
+
+
+class _NoBlock:
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: Any) -> None:
+        pass
+
+
+def _block(lib: Any) -> Callable[[bool], Any]:
+    """`block(batched)`: `autobatch.batch()` when batched (minitorch only), else nothing."""
+    return lambda batched: autobatch.batch() if batched and lib is minitorch else _NoBlock()
+
+
+def pattern_steps(make: Callable[[Any], dict]) -> dict[str, dict[str, Callable[[], Any]]]:
+    """pattern -> {run name -> one step (zero the gradients, forward, backward)}."""
+    ours, theirs = make(minitorch), make(torch)
+    steps = {}
+    for name in ours[1]:
+        steps[name] = {
+            "minitorch per-sample": _step(ours[0], ours[1][name], batched=False),
+            "PyTorch per-sample": _step(theirs[0], theirs[1][name], batched=False),
+            "minitorch autobatch": _step(ours[0], ours[1][name], batched=True),
+        }
+    return steps
+
+
+def _step(model: Any, forward: Callable[[bool], Any], batched: bool) -> Callable[[], Any]:
+    def step() -> Any:
+        model.zero_grad()
+        loss = forward(batched)
+        loss.backward()
+        return loss
+
+    step.forward = lambda: forward(False)  # for model_code_seconds
+    return step
+
+
+PATTERNS = (_tree_patterns, _sequence_patterns)
+
+
 # Measuring ---------------------------------------------------------------------------------------
 def interleaved_best(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
     """The fastest step of each run, in seconds, over `rounds` rounds in which the runs take
@@ -295,7 +485,8 @@ def overhead(run: Callable[[], Any], steps: int = 3) -> tuple[float, float]:
 class CachedResults(Recorder):
     """A forward record that does the least any recorder must do: give each op a result. It
     hands back what the first op of the same class on arguments of the same shapes returned
-    (run once, then kept), and reads, creations and in-place writes pass through. Inside it,
+    (run once, then kept), does the same for factories (`tensor`, `zeros` ...), and reads and
+    in-place writes pass through. Inside it,
     what the per-sample forward costs is its Python alone (module calls, argument checks,
     function calls): a floor under any recorder, autobatch's included."""
 
@@ -312,8 +503,14 @@ class CachedResults(Recorder):
         return result
 
     def create(self, factory: Callable, args: tuple, kwargs: dict) -> Any:
-        with self.paused():
-            return factory(*args, **kwargs)
+        # A factory of numbers (`tensor([[value]])` per leaf) hands back a cached tensor too: a
+        # recorder need not build each small tensor (autobatch makes them all in one call).
+        key = (factory, len(args), *kwargs, *(len(a) for a in args if isinstance(a, list)))
+        result = self.results.get(key)
+        if result is None:
+            with self.paused():
+                result = self.results[key] = factory(*args, **kwargs)
+        return result
 
     def created(self, factory: Callable, args: tuple, kwargs: dict, result: Any) -> None:
         pass
@@ -343,24 +540,8 @@ def model_code_seconds(per_sample_step: Callable[[], Any], steps: int = 5) -> fl
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads for all runs (0: torch's default); on 2 cores, two-thread timings "
-        "of small ops are noisy",
-    )
-    parser.add_argument("--gc-off", action="store_true", help="no garbage collection in any run")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.gc_off:
-        gc.disable()
-    collector = "garbage collector " + ("off" if args.gc_off else "on")
-    print(machine_line("cpu", collector) + "\n")
+def friendly_table(rounds: int) -> tuple[str, list[str]]:
+    """The friendly workloads (a, b) four ways, and a note per workload."""
     header = [
         "workload", "minitorch per-sample", "PyTorch per-sample", "minitorch autobatch",
         "hand-batched", "autobatch vs minitorch", "autobatch vs PyTorch", "% of hand-batched",
@@ -381,7 +562,7 @@ def main() -> None:
         )
         losses = {run: step().item() for run, step in runs.items()}  # the first step's losses
         spread = max(losses.values()) - min(losses.values())
-        best = interleaved_best(runs, args.rounds)
+        best = interleaved_best(runs, rounds)
         record, schedule = overhead(runs["minitorch autobatch"])
         floor = model_code_seconds(runs["minitorch per-sample"])
         mine, theirs = best["minitorch per-sample"], best["PyTorch per-sample"]
@@ -397,9 +578,94 @@ def main() -> None:
             f"{hand / (hand + floor) * 100:.0f}%",
         ])  # fmt: skip
         notes.append(f"{name}: first-step losses agree to {spread:.1e}; {autobatch.stats()}")
-    results = table(header, rows)
-    print(results)
-    print("\n" + targets_line(results))
+    return table(header, rows), notes
+
+
+def patterns_table(rounds: int) -> tuple[str, list[str]]:
+    """Issue 35's per-sample patterns three ways (forward + backward), and a note per pattern.
+
+    "where the time goes" is autobatch's step split by `autobatch.stats()` (recording,
+    scheduling, running the batches) and the rest (backward, code after the block); "model
+    code alone" is the floor of `CachedResults`, and "vs PyTorch at most" the speed-up over
+    PyTorch per-sample of a recorder that cost nothing beyond it."""
+    header = [
+        "pattern", "minitorch per-sample", "PyTorch per-sample", "minitorch autobatch",
+        "autobatch vs minitorch", "autobatch vs PyTorch",
+        "where the time goes (record / schedule / run / rest)", "ops recorded", "calls",
+        "model code alone", "vs PyTorch at most",
+    ]  # fmt: skip
+    rows, notes = [], []
+    for make in PATTERNS:
+        for name, runs in pattern_steps(make).items():
+            losses = {run: float(step().item()) for run, step in runs.items()}
+            spread = max(losses.values()) - min(losses.values())
+            best = interleaved_best(runs, rounds)
+            auto_run = runs["minitorch autobatch"]
+            split = {"record": [], "schedule": [], "run": [], "step": []}
+            for _ in range(3):
+                start = time.perf_counter()
+                auto_run()
+                seconds = time.perf_counter() - start
+                stats = autobatch.stats()
+                split["record"].append(stats.record_seconds)
+                split["schedule"].append(stats.schedule_seconds)
+                split["run"].append(stats.run_seconds)
+                split["step"].append(seconds)
+            fastest = min(range(3), key=split["step"].__getitem__)
+            record, scheduling, running, whole = (split[k][fastest] for k in split)
+            rest = whole - record - scheduling - running
+            floor = model_code_seconds(runs["minitorch per-sample"])
+            mine, theirs = best["minitorch per-sample"], best["PyTorch per-sample"]
+            auto = best["minitorch autobatch"]
+            rows.append([
+                name, f"{mine * 1e3:.0f} ms", f"{theirs * 1e3:.0f} ms", f"{auto * 1e3:.1f} ms",
+                figure(mine / auto, "{:.1f}x", at_least(8)),
+                figure(theirs / auto, "{:.1f}x", at_least(4)),
+                f"{record * 1e3:.1f} / {scheduling * 1e3:.1f} / {running * 1e3:.1f} / "
+                f"{rest * 1e3:.1f} ms",
+                f"{stats.ops_recorded:,}", f"{stats.calls:,}", f"{floor * 1e3:.1f} ms",
+                f"{theirs / floor:.1f}x",
+            ])  # fmt: skip
+            print(" | ".join(rows[-1]), flush=True)
+            notes.append(f"{name}: first-step losses agree to {spread:.1e}; {stats}")
+    return table(header, rows), notes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads for all runs (0: torch's default); on 2 cores, two-thread timings "
+        "of small ops are noisy",
+    )
+    parser.add_argument("--gc-off", action="store_true", help="no garbage collection in any run")
+    parser.add_argument(
+        "--part",
+        choices=("all", "friendly", "patterns"),
+        default="all",
+        help="the friendly workloads (a, b), issue 35's per-sample patterns, or both",
+    )
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.gc_off:
+        gc.disable()
+    collector = "garbage collector " + ("off" if args.gc_off else "on")
+    print(machine_line("cpu", collector) + "\n")
+    tables, notes = [], []
+    if args.part in ("all", "friendly"):
+        results, more = friendly_table(args.rounds)
+        tables.append(results)
+        notes += more
+    if args.part in ("all", "patterns"):
+        results, more = patterns_table(args.rounds)
+        tables.append(results)
+        notes += more
+    print("\n\n".join(tables))
+    print("\n" + targets_line(*tables))
     print()
     for note in notes:
         print(note)

@@ -1083,6 +1083,25 @@ for read in (False, True):
           f"({stats.forced_flushes} forced by a read)")  # fmt: skip
 
 # %% [markdown]
+# `stats()` also says what lost batching, as `torch._dynamo.explain` says what broke a graph:
+# per cause (a value read inside the block, a dependent chain such as `total = total + loss`,
+# an op without a batching rule, shapes that differ), how often, the line of your code, and
+# what to write instead (`stats().lost` holds the same records). For the block above that
+# read every prediction:
+
+# %%
+print(minitorch.autobatch.stats().explain())
+
+# %% [markdown]
+# Its advice applied: the predictions stay tensors inside the block and are read after it.
+
+# %%
+with minitorch.autobatch.batch():
+    predictions = minitorch.cat([demo_model(tree) for tree in demo_trees])
+print(f"{predictions.shape[0]} predictions, read after the block: {predictions.sum().item():.3f}")
+print(minitorch.autobatch.stats().explain())
+
+# %% [markdown]
 # And the overhead that batching adds, measured by the library itself (recording the lazy
 # graph and scheduling it, next to running the batches):
 
@@ -1112,3 +1131,4 @@ print(minitorch.autobatch.stats())
 #   With it, a batched model is an ordinary graph and its gradients are the per-sample ones.
 # - Reading a value in the middle (`.item()`, `print`, `if`) flushes the lazy graph and
 #   loses the batches it would have joined: read values after the whole batch is recorded.
+#   `autobatch.stats()` explains what lost batching: the cause, the line, what to write instead.

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from minitorch.autobatch.gather import GatherRows, SplitRows
-from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, LazyOp, Pending
+from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, VALUES, LazyOp, Pending
+from minitorch.autobatch.rules import AddChain
 from minitorch.autobatch.stats import Stats
 from minitorch.autograd import grad_mode
 from minitorch.autograd.function import BackwardNode
@@ -26,6 +27,30 @@ from minitorch.tensor import Tensor
 
 def _runs_batched(ops: list[LazyOp]) -> bool:
     return len(ops) > 1 and ops[0].kind.rule is not None
+
+
+# NOTE [One torch thread for small batches]
+# The batched ops of per-sample code are small (a tree's level: some thousand rows of 64-128
+# features), and with more than one torch thread each of them enters parallel regions (torch's
+# grain is 32,768 elements; MKL threads its products). On an idle machine that gains little;
+# on a busy one every barrier waits for the OS to run the other thread: with 2 threads on a
+# busy 2-core machine the flush of bench_autobatch's Tree-RNN (26 calls) took 55 ms against 16
+# ms with one thread (the per-sample ops of eager code are below the grain, never parallel).
+# So a flush whose batched outputs are all below `_THREADED_OUTPUTS` elements runs with one
+# torch thread, and the setting is restored after it; larger batches keep torch's threads.
+_THREADED_OUTPUTS = 1 << 20
+
+
+def _largest_output(batches: list[list[LazyOp]]) -> int:
+    """The most elements any batch's first output has (the samples' rows together)."""
+    largest = 0
+    for ops in batches:
+        outputs = ops[0].kind.outputs
+        if outputs:
+            elements = len(ops) * outputs[0].shape.numel()
+            if elements > largest:
+                largest = elements
+    return largest
 
 
 class Executor:
@@ -43,6 +68,17 @@ class Executor:
 
     def run(self, batches: list[list[LazyOp]]) -> None:
         self._plan(batches)
+        threads = torch.get_num_threads()
+        one_thread = threads > 1 and _largest_output(batches) < _THREADED_OUTPUTS
+        if one_thread:  # NOTE [One torch thread for small batches]
+            torch.set_num_threads(1)
+        try:
+            self._run(batches)
+        finally:
+            if one_thread:
+                torch.set_num_threads(threads)
+
+    def _run(self, batches: list[list[LazyOp]]) -> None:
         for number, ops in enumerate(batches):
             kind = ops[0].kind
             try:
@@ -50,7 +86,10 @@ class Executor:
                     self._run_batch(number, ops)
                 else:
                     for op in ops:
-                        self._run_alone(op)
+                        if op.function is AddChain:
+                            self._run_chain(op)
+                        else:
+                            self._run_alone(op)
             except (RuntimeError, ValueError, IndexError, TypeError) as error:
                 shapes = ", ".join(str(list(a.shape)) for a in kind.args if a.role != CONST)
                 raise type(error)(
@@ -61,9 +100,14 @@ class Executor:
     # Planning -------------------------------------------------------------------------------------
     def _plan(self, batches: list[list[LazyOp]]) -> None:
         for number, ops in enumerate(batches):
-            together = _runs_batched(ops)
-            for i, op in enumerate(ops):
-                op.batch, op.row = number, (i if together else None)
+            if _runs_batched(ops):
+                for i, op in enumerate(ops):
+                    op.batch = number
+                    op.row = i
+            else:
+                for op in ops:
+                    op.batch = number
+                    op.row = None
         for number, ops in enumerate(batches):
             if not _runs_batched(ops):
                 continue
@@ -77,6 +121,23 @@ class Executor:
         first = ops[0].args[position]
         if type(first) is not Pending and all(op.args[position] is first for op in ops):
             return
+        reader = (number, position)
+        if type(first) is Pending and first.op.row is not None:
+            # The common case: every row from one batched result (one pass to check).
+            batch, nr, rows = first.op.batch, first.nr, []
+            for op in ops:
+                value = op.args[position]
+                if type(value) is not Pending or value.nr != nr:
+                    break
+                producer = value.op
+                if producer.batch != batch or producer.row is None:
+                    break
+                rows.append(producer.row)
+            else:
+                self._pieces[reader] = []
+                self._others[reader] = []
+                self._readers.setdefault((batch, nr), []).append((reader, rows, range(len(rows))))
+                return
         groups: dict[tuple, tuple[list, list]] = {}  # (batch, output nr) -> (rows, positions)
         others = []
         for j, op in enumerate(ops):
@@ -90,7 +151,6 @@ class Executor:
                 group[1].append(j)
             else:
                 others.append(j)
-        reader = (number, position)
         self._pieces[reader] = []
         self._others[reader] = others
         for key, (rows, positions) in groups.items():
@@ -105,10 +165,15 @@ class Executor:
         for position, info in enumerate(kind.args):
             if info.role == SAMPLE or info.role == RAW:
                 args[position], batched[position] = self._argument(number, position, ops)
+            elif info.role == VALUES:  # listed: the rule makes what it needs of them
+                args[position] = [op.args[position] for op in ops]
         if not any(batched):  # every sample passed the same tensors: give one the batch dim
-            position = next(p for p, info in enumerate(kind.args) if info.role in (SAMPLE, RAW))
-            args[position] = args[position].expand(size, *args[position].shape)
-            batched[position] = True
+            position = next(
+                (p for p, info in enumerate(kind.args) if info.role in (SAMPLE, RAW)), None
+            )
+            if position is not None:  # (a creation has no tensor argument)
+                args[position] = args[position].expand(size, *args[position].shape)
+                batched[position] = True
         with _mode(first.mode):
             outputs = kind.rule.run(first.function, args, batched, size, kind)
         self.stats.calls += 1
@@ -180,14 +245,15 @@ class Executor:
         storage, offset, step = data.untyped_storage(), data.storage_offset(), data.stride(0)
         shape, stride = data.shape[1:], data.stride()[1:]
         live = []
-        for i, op in enumerate(ops):
-            placeholder_data = op.outputs[nr].data_ref()
+        results = [op.outputs[nr] for op in ops]
+        # A storage nobody refers to any more (None) needs no row: later batches read `out`.
+        for i, placeholder_data in enumerate([r.data_ref() for r in results]):
             if placeholder_data is None:
-                continue  # nothing refers to this result but later batches: no row needed
+                continue
             placeholder_data.set_(storage, offset + i * step, shape, stride)
-            placeholder = op.outputs[nr].tensor_ref()
+            placeholder = results[i].tensor_ref()
             if placeholder is not None:
-                live.append((i, placeholder, op.ctx))
+                live.append((i, placeholder, ops[i].ctx))
         if live:
             with _mode(ops[0].mode):
                 rows = SplitRows.apply(out, tuple(i for i, _, _ in live))
@@ -215,7 +281,57 @@ class Executor:
                 args[p] = piece
         with _mode(op.mode):
             outputs = op.function.apply(*args)
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        self._give_results(op, outputs if isinstance(outputs, tuple) else (outputs,))
+        self.stats.calls += 1
+        self.stats.ran_alone += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, 1)
+        if op.kind.rule is None:
+            reason = f"{op.kind.name}: {op.kind.reason}"
+            self.stats.unbatched[reason] = self.stats.unbatched.get(reason, 0) + 1
+
+    def _run_chain(self, op: LazyOp) -> None:
+        """A folded chain of adds (NOTE [Add chains] in schedulers.py): the terms that are rows
+        of one batched result are taken as one piece and summed over its rows, then the pieces,
+        the other terms and the numbers are added."""
+        rows_of: dict[tuple, list[int]] = {}  # (batch, output nr) -> rows that are terms
+        tensors, number = [], 0
+        for term in op.args:
+            if type(term) is Pending:
+                if term.op.row is None:
+                    tensors.append(term.value)
+                else:
+                    rows_of.setdefault((term.op.batch, term.nr), []).append(term.op.row)
+            elif isinstance(term, Tensor):
+                tensors.append(term)
+            else:
+                number += term
+        with _mode(op.mode):
+            parts = []
+            for key, rows in rows_of.items():
+                result = self._results[key]
+                start = rows[0]
+                if rows == list(range(start, start + len(rows))):
+                    group: Any = slice(start, start + len(rows))
+                else:
+                    group = torch.tensor(rows, device=result._data.device)
+                (piece,) = SplitRows.apply(result, (group,))
+                parts.append(piece.sum(0))
+            if len(tensors) > 1:
+                parts.append(stack(tensors).sum(0))
+            elif tensors:
+                parts.append(tensors[0])
+            total = parts[0]
+            for part in parts[1:]:
+                total = total + part
+            if number:
+                total = total + number
+        self._give_results(op, (total,))
+        self.stats.calls += 1
+        self.stats.batched_ops += op.folded  # its adds ran as one call
+        self.stats.largest_batch = max(self.stats.largest_batch, op.folded)
+
+    def _give_results(self, op: LazyOp, outputs: tuple) -> None:
+        """The outputs of an op that ran alone become its placeholders' values and links."""
         for pending, out in zip(op.outputs, outputs):
             pending.value = out
             data = pending.data_ref()
@@ -226,12 +342,6 @@ class Executor:
                 placeholder = pending.tensor_ref()
                 if placeholder is not None:
                     _become(placeholder, out, op.ctx)
-        self.stats.calls += 1
-        self.stats.ran_alone += 1
-        self.stats.largest_batch = max(self.stats.largest_batch, 1)
-        if op.kind.rule is None:
-            reason = f"{op.kind.name}: {op.kind.reason}"
-            self.stats.unbatched[reason] = self.stats.unbatched.get(reason, 0) + 1
 
 
 def _value(value: Any) -> Tensor:
@@ -242,6 +352,10 @@ def _value(value: Any) -> Tensor:
 def _become(placeholder: Tensor, value: Tensor, pending_ctx: BackwardNode | None) -> None:
     """Give a placeholder (whose storage already shows the value) the autograd links of
     `value`, and move the tensor hooks and retain_grad() registered on it meanwhile."""
+    if placeholder._requires_grad and value.grad_fn is None and not value._requires_grad:
+        # requires_grad_() on a placeholder of a creation: as eagerly, a leaf of its own (its
+        # storage is the row already).
+        return
     old_nr = placeholder._output_nr
     placeholder.grad_fn = value.grad_fn
     placeholder._output_nr = value._output_nr

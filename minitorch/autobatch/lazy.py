@@ -57,6 +57,17 @@ if TYPE_CHECKING:
 #   references for that reason.
 # The lazy graph is many small objects: the cyclic garbage collector is paused during the block,
 # and the one reference cycle (a LazyOp and its Pending results) is cut after each flush.
+#
+# Per-sample code also makes small tensors and numbers per sample, and combines the samples'
+# results one by one; three things keep those from costing one call per sample:
+# - a number that differs per sample where an arithmetic op meets a float tensor (`pred -
+#   target_value`) is a VALUES argument: the signature keeps its type only, and the batched op
+#   gets the samples' numbers as one tensor (rules.py, `Elementwise`);
+# - `tensor(data)`, `zeros`, `ones` and `full` of numbers are lazy CREATIONS (`Create` in
+#   rules.py): their batch builds one tensor of all the samples' rows;
+# - a chain of adds over samples (`total = total + loss`, Python's `sum(losses)`) whose
+#   running totals nobody else reads is folded into one sum of the gathered terms before the
+#   flush schedules (`fold_add_chains`, schedulers.py).
 
 
 # The roles of arguments (NOTE [Autobatch]); a batching rule reads them (signature.ArgInfo).
@@ -64,6 +75,7 @@ SHARED = "shared"  # the same tensor for every sample: used as it is
 SAMPLE = "sample"  # a tensor per sample (pending or data): stacked into (batch, *shape)
 RAW = "raw"  # a storage per sample (embedding indices): stacked, no autograd involved
 CONST = "const"  # not a tensor: equal in every op of a batch
+VALUES = "values"  # Python data per sample (a number, a creation's list): listed, one per op
 
 
 class Pending:
@@ -71,7 +83,7 @@ class Pending:
     placeholder's storage object. `value` is the op's output once it ran alone; a result of a
     batched op is row `op.row` of that batch's output instead (execute.py)."""
 
-    __slots__ = ("op", "nr", "key", "tensor_ref", "data_ref", "value")
+    __slots__ = ("op", "nr", "key", "tensor_ref", "data_ref", "value", "readers")
 
     def __init__(self, op: LazyOp, nr: int, key: tuple, placeholder: Tensor) -> None:
         self.op = op
@@ -80,6 +92,7 @@ class Pending:
         self.tensor_ref = weakref.ref(placeholder)
         self.data_ref = weakref.ref(placeholder._data)
         self.value: Tensor | None = None
+        self.readers = 0  # how many arguments of lazy ops it is (at least: schedulers.py)
 
 
 class LazyOp:
@@ -97,7 +110,7 @@ class LazyOp:
     """
 
     __slots__ = ("function", "args", "inputs", "producers", "kind", "signature", "depth",
-                 "matmul_like", "mode", "ctx", "outputs", "batch", "row")  # fmt: skip
+                 "matmul_like", "mode", "ctx", "outputs", "batch", "row", "folded")  # fmt: skip
 
     def __init__(self, function: type, args: Sequence, inputs: Sequence[int],
                  producers: Sequence[LazyOp], kind: OpKind, depth: int,
@@ -115,6 +128,7 @@ class LazyOp:
         self.outputs: list[Pending] = []
         self.batch: int | None = None  # where the flush runs it: which batch,
         self.row: int | None = None  # and which row of the batched result (None: alone)
+        self.folded = 1  # how many recorded ops it stands for (an AddChain: its adds)
 
     def __repr__(self) -> str:
         return f"<LazyOp {self.function.__name__} depth={self.depth}>"

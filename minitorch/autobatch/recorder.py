@@ -22,14 +22,16 @@ from typing import Any
 import torch
 
 from minitorch.autobatch.execute import Executor
-from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, SHARED, LazyOp, Pending
-from minitorch.autobatch.rules import rule_for
-from minitorch.autobatch.schedulers import SCHEDULERS, schedule
+from minitorch.autobatch.explain import Explainer
+from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, SHARED, VALUES, LazyOp, Pending
+from minitorch.autobatch.rules import Filled, FromData, rule_for
+from minitorch.autobatch.schedulers import SCHEDULERS, fold_add_chains, schedule
 from minitorch.autobatch.signature import (
     ArgInfo,
     OpKind,
     ShapeUnknown,
     const_key,
+    creation_kind,
     describe,
 )
 from minitorch.autobatch.stats import Stats
@@ -38,13 +40,55 @@ from minitorch.autograd import grad_mode
 from minitorch.autograd import record as _record
 from minitorch.autograd.record import Recorder
 from minitorch.nn.parameter import Parameter
-from minitorch.tensor import Tensor
+from minitorch.ops import elementwise as ew
+from minitorch.tensor import Tensor, _shape_args
 
 # Factories that read only the shape, dtype and device of a tensor argument, never its values.
 _METADATA_FACTORIES = {
     "new_zeros", "new_ones", "zeros_like", "ones_like", "empty_like", "full_like",
     "rand_like", "randn_like", "randint_like",
 }  # fmt: skip
+
+# Arithmetic ops whose number operand may differ per sample (`pred - target_value`), and its
+# position: it is cast to the float tensor's dtype either way (ops/scalars.number_storage), so a
+# batch can pass the samples' numbers as one tensor of that dtype, bit for bit.
+_NUMBER_OPERAND = {ew.Add: 1, ew.Sub: 1, ew.Mul: 1, ew.Div: 1, ew.RSub: 0}
+_FLOATS = (torch.float32, torch.float64)
+
+# Factories whose calls on Python numbers are lazy creations (recorder.create).
+_LAZY_FACTORIES = {"tensor", "zeros", "ones", "full"}
+_MOST_NUMBERS = 4096  # larger data is made at once: one call for it costs as much as a batch
+
+
+def _shape_of_numbers(data: Any) -> tuple | None:
+    """The shape of `data` if it is a float, or a rectangular nest of lists (or tuples) of
+    ints and floats with at least one float and at most `_MOST_NUMBERS` of them; else None."""
+    shape: list[int] = []
+    level = [data]
+    has_float = False
+    while True:
+        first = level[0]
+        kind = type(first)
+        if kind is list or kind is tuple:
+            n = len(first)
+            if n == 0 or len(level) * n > _MOST_NUMBERS:
+                return None
+            following = []
+            for item in level:
+                if (type(item) is not list and type(item) is not tuple) or len(item) != n:
+                    return None
+                following += item
+            shape.append(n)
+            level = following
+            continue
+        for item in level:
+            kind = type(item)
+            if kind is float:
+                has_float = True
+            elif kind is not int:
+                return None
+        return tuple(shape) if has_float else None
+
 
 _last_stats: Stats | None = None
 
@@ -59,6 +103,7 @@ class BatchRecorder(Recorder):
         super().__init__()
         self.scheduler = scheduler
         self.stats = Stats(scheduler)
+        self.explainer = Explainer(self.stats)  # what lost batching: stats.lost (explain.py)
         # With keep_schedules, each flush appends the batches it ran (lists of LazyOp: their
         # `producers`, `depth`, `signature`, `batch`, `row`, `kind.name`), e.g. to draw them.
         self.schedules: list[list[list[LazyOp]]] | None = [] if keep_schedules else None
@@ -115,18 +160,21 @@ class BatchRecorder(Recorder):
         if not self._ops:
             return
         start = perf_counter()
+        self.explainer.flush_started(reason)
         self.stats.flushes += 1
         if reason is not None:
             self.stats.forced_flushes += 1
             self.stats.flush_reasons.append(reason)
         ops, self._ops, self._pending = self._ops, [], {}
         try:
+            ops = fold_add_chains(ops)  # NOTE [Add chains] in schedulers.py
             batches = schedule(ops, self.scheduler)
             scheduled = perf_counter()
             if self.schedules is not None:
                 self.schedules.append(batches)
             with self._unhooked:
                 Executor(self.stats).run(batches)
+            self.explainer.flush_ran(batches)
         finally:
             for op in ops:  # op -> Pending -> op is a reference cycle: cut it
                 op.outputs = None
@@ -155,10 +203,9 @@ class BatchRecorder(Recorder):
     # The hooks ------------------------------------------------------------------------------------
     def apply(self, function: type, args: tuple) -> Any:
         start, flushed = perf_counter(), self._flush_seconds
-        try:
-            return self._record(function, args)
-        finally:
-            self.stats.record_seconds += perf_counter() - start - (self._flush_seconds - flushed)
+        result = self._record(function, args)  # (an op that raises is not timed)
+        self.stats.record_seconds += perf_counter() - start - (self._flush_seconds - flushed)
+        return result
 
     def _record(self, function: type, args: tuple) -> Any:
         """Run a shared op once, make a lazy op, or run the op now (NOTE [Autobatch])."""
@@ -187,6 +234,7 @@ class BatchRecorder(Recorder):
                         if inputs is None:
                             lazy_args, inputs, producers = list(args), [], []
                         lazy_args[position] = entry
+                        entry.readers += 1
                         inputs.append(position)
                         producer = entry.op
                         producers.append(producer)
@@ -195,6 +243,9 @@ class BatchRecorder(Recorder):
                         if producer.depth >= depth:
                             depth = producer.depth + 1
                         if a._requires_grad:
+                            if a.grad_fn is None:  # requires_grad_() on a lazy creation
+                                reason = "requires_grad_() on a tensor made in the block"
+                                return self._run_now(function, args, reason)
                             requires_grad = True
                         continue
                     if entry.data_ref() is data:  # detach() or .data of a placeholder
@@ -217,7 +268,15 @@ class BatchRecorder(Recorder):
                 add((a.shape, a.dtype, RAW))
                 per_sample = True
             else:
-                if (type(a) is tuple or type(a) is list) and self._holds_pending(a):
+                kind_of_a = type(a)
+                if (kind_of_a is float or kind_of_a is int) and _NUMBER_OPERAND.get(
+                    function
+                ) == position:
+                    other = args[1 - position]
+                    if isinstance(other, Tensor) and other._data.dtype in _FLOATS:
+                        add((kind_of_a, VALUES))  # a number per sample (NOTE [Autobatch])
+                        continue
+                if (kind_of_a is tuple or kind_of_a is list) and self._holds_pending(a):
                     return self._run_now(function, args, "a pending tensor inside a list")
                 add(const_key(a))
         key = tuple(signature)
@@ -230,6 +289,7 @@ class BatchRecorder(Recorder):
             except ShapeUnknown as unknown:
                 reason = f"its output shape could not be found without running it ({unknown})"
                 return self._run_now(function, args, reason)
+            self.explainer.new_kind(kind)  # its user line, once per signature
         ctx = function._backward_cls() if requires_grad and mode[0] and not mode[1] else None
         if inputs is None:
             op = LazyOp(function, args, (), (), kind, 0, mode, ctx)
@@ -239,6 +299,17 @@ class BatchRecorder(Recorder):
         self.stats.ops_recorded += 1
         make = Tensor._make
         entries = op.outputs
+        if not kind.returns_tuple:  # the common case: one output
+            meta = kind.outputs[0]
+            data = meta.template.detach()
+            if ctx is not None and meta.differentiable:
+                placeholder = make(data, ctx, True, 0)
+            else:
+                placeholder = make(data)
+            entry = Pending(op, 0, meta.key, placeholder)
+            entries.append(entry)
+            pending[id(data)] = entry
+            return placeholder
         outputs = []
         for nr, meta in enumerate(kind.outputs):
             data = meta.template.detach()
@@ -249,8 +320,6 @@ class BatchRecorder(Recorder):
             entry = Pending(op, nr, meta.key, placeholder)
             entries.append(entry)
             pending[id(data)] = entry
-            if not kind.returns_tuple:
-                return placeholder
             outputs.append(placeholder)
         return tuple(outputs)
 
@@ -263,9 +332,12 @@ class BatchRecorder(Recorder):
                 infos.append(ArgInfo(role, tuple(a._data.shape), a._data.dtype))
             elif isinstance(a, torch.Tensor):
                 infos.append(ArgInfo(RAW, tuple(a.shape), a.dtype))
+            elif type(entry) is tuple and len(entry) == 2 and entry[1] is VALUES:
+                infos.append(ArgInfo(VALUES, value=a))
             else:
                 infos.append(ArgInfo(CONST, value=a))
-        return describe(len(self._kinds), function, args, tuple(infos))
+        with self._unhooked:  # a probe of a custom op runs its forward: record none of it
+            return describe(len(self._kinds), function, args, tuple(infos))
 
     def _shared_op(self, function: type, args: tuple, key: tuple) -> Any:
         """An op on shared tensors only: the same for every sample, so it runs once (NOTE
@@ -304,10 +376,71 @@ class BatchRecorder(Recorder):
 
     def create(self, factory: Any, args: tuple, kwargs: dict) -> Tensor:
         name = getattr(factory, "__name__", "a factory")
+        if name in _LAZY_FACTORIES:
+            start, flushed = perf_counter(), self._flush_seconds
+            made = self._lazy_creation(name, args, kwargs)
+            self.stats.record_seconds += perf_counter() - start - (self._flush_seconds - flushed)
+            if made is not None:
+                return made
         if name not in _METADATA_FACTORIES and self._holds_pending((*args, *kwargs.values())):
             self.flush(f"{name}() of a pending tensor")
         with self._unhooked:
             return factory(*args, **kwargs)
+
+    def _lazy_creation(self, name: str, args: tuple, kwargs: dict) -> Tensor | None:
+        """`tensor`, `zeros`, `ones` or `full` of Python numbers, as a lazy op whose batch makes
+        one tensor for all samples (`FromData`, `Filled` in rules.py); None when the call is
+        not one of those (other arguments, a tensor that requires grad, not floating point:
+        integer tensors are mostly indices and targets, which ops read as storage)."""
+        dtype, device = kwargs.get("dtype"), kwargs.get("device")
+        if kwargs.get("requires_grad") or kwargs.get("out") is not None:
+            return None
+        if len(kwargs) > 2 + ("requires_grad" in kwargs) + ("out" in kwargs):
+            return None  # a keyword of another kind: made as it is
+        if dtype is not None and dtype not in _FLOATS:
+            return None
+        if name == "tensor":
+            if len(args) != 1:
+                return None
+            shape = _shape_of_numbers(args[0])
+            if shape is None:
+                return None
+            function, lazy_args, value_position = FromData, (args[0], dtype, device), 0
+        else:
+            if name == "full":
+                if len(args) != 2 or type(args[1]) not in (float, int):
+                    return None
+                size, value = args[0], args[1]
+                if dtype is None and type(value) is int:
+                    return None  # full(size, 3) is int64
+            else:
+                size, value = _shape_args(args), 0.0 if name == "zeros" else 1.0
+            if not all(type(n) is int and n >= 0 for n in size):
+                return None
+            shape = tuple(size)
+            function, lazy_args, value_position = Filled, (shape, value, dtype, device), 1
+        dtype = dtype or torch.get_default_dtype()
+        state = grad_mode._state
+        mode = (state.grad_enabled, state.inference)  # inference mode makes inference tensors
+        key = (function, mode, shape, dtype, device)
+        kind = self._kinds.get(key)
+        if kind is None:
+            infos = [ArgInfo(CONST, value=a) for a in lazy_args]
+            infos[value_position] = ArgInfo(VALUES, value=lazy_args[value_position])
+            named = "tensor" if function is FromData else "full"  # zeros and ones are full()
+            kind = creation_kind(len(self._kinds), named, function, tuple(infos), shape, dtype,
+                                 device)  # fmt: skip
+            self._kinds[key] = kind
+            self.explainer.new_kind(kind)
+        op = LazyOp(function, lazy_args, (), (), kind, 0, mode, None)
+        self._ops.append(op)
+        self.stats.ops_recorded += 1
+        meta = kind.outputs[0]
+        placeholder = Tensor._make(meta.template.detach())
+        entry = Pending(op, 0, meta.key, placeholder)
+        op.outputs.append(entry)
+        self._pending[id(placeholder._data)] = entry
+        return placeholder
 
     def created(self, factory: Any, args: tuple, kwargs: dict, result: Tensor) -> None:
         # `Tensor(t)` wrapped t's storage object; once flushed it holds t's value.

@@ -14,14 +14,17 @@ batch them, or None; it runs once per signature.
 
 Families: elementwise ops (broadcasting does the work), reductions and softmax (dims + 1), shape
 ops, cat/stack, matmul with a shared right operand or per-sample matrices, `nn.Linear`, the
-fused LSTM and GRU steps and the LSTM cell (samples' rows concatenated), and embedding lookups.
+fused LSTM and GRU steps and the LSTM cell (samples' rows concatenated), embedding lookups, and
+the creations of per-sample data (`FromData`, `Filled`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, SHARED
+import torch
+
+from minitorch.autobatch.lazy import CONST, RAW, SAMPLE, SHARED, VALUES
 from minitorch.ops import elementwise as ew
 from minitorch.ops import indexing, linalg, reduction, rnn, shape
 from minitorch.ops import nn as nn_ops
@@ -57,17 +60,34 @@ def _as_tuple(outputs: Any) -> tuple:
 # Elementwise -------------------------------------------------------------------------------------
 class Elementwise(Rule):
     """Ops that broadcast: stacked samples get size-1 dims so that every argument lines up with
-    the (batch, *output) result; shared arguments broadcast as they did for one sample."""
+    the (batch, *output) result; shared arguments broadcast as they did for one sample.
+
+    A VALUES argument (a number per sample, beside a float tensor: recorder.py) arrives as the
+    list of the samples' numbers: one number when they are all equal, else a tensor of the
+    other operand's dtype with a row per sample, which gives the very values the op computes
+    with one number (ops/scalars.number_storage casts it to that dtype too)."""
 
     def run(self, function, args, batched, size, kind):
         rank = len(kind.outputs[0].shape)
         args = list(args)
         for i, value in enumerate(args):
-            if batched[i] and value.dim() - 1 < rank:
+            if kind.args[i].role == VALUES:
+                args[i] = _numbers(value, args[1 - i], size, rank)
+            elif batched[i] and value.dim() - 1 < rank:
                 sample_shape = tuple(value.shape[1:])
                 ones = (1,) * (rank - len(sample_shape))
                 args[i] = value.reshape(size, *ones, *sample_shape)
         return _as_tuple(function.apply(*args))
+
+
+def _numbers(values: list, like: Tensor, size: int, rank: int) -> Any:
+    """The samples' numbers as one operand: the number itself if all are equal, else a tensor
+    of `like`'s dtype and device of shape (size, 1, ..., 1) (rank + 1 dims)."""
+    first = values[0]
+    if all(v == first and type(v) is type(first) for v in values):
+        return first
+    data = torch.tensor(values, dtype=like._data.dtype, device=like._data.device)
+    return Tensor._make(data.reshape(size, *(1,) * rank))
 
 
 # Dims: reductions, softmax, unsqueeze, transpose, split ... -------------------------------------
@@ -278,6 +298,57 @@ class Embedding(Rule):
         return (function.apply(weight, indices, padding_idx),)
 
 
+# Creations ---------------------------------------------------------------------------------------
+# `tensor(data)`, `zeros`, `ones` and `full` of numbers made inside per-sample code are recorded
+# as lazy ops of these two op classes (recorder.py, `create`): the data or fill value is a VALUES
+# argument, and a batch makes one tensor with a row per sample. Neither is a Function: they
+# make leaves that need no gradient, like the factories they stand for.
+class FromData:
+    """`tensor(data, dtype=dtype, device=device)` of (nested lists of) Python numbers."""
+
+    @staticmethod
+    def apply(data: Any, dtype: Any, device: Any) -> Tensor:
+        return Tensor._make(torch.tensor(data, dtype=dtype, device=device))
+
+
+class Filled:
+    """`full(shape, value, dtype=dtype, device=device)`: also `zeros` and `ones`."""
+
+    @staticmethod
+    def apply(shape: tuple, value: Any, dtype: Any, device: Any) -> Tensor:
+        return Tensor._make(torch.full(shape, value, dtype=dtype, device=device))
+
+
+class Creation(Rule):
+    """A batch of creations is one: `torch.tensor` of all the samples' data, or one `full` (a
+    tensor of the fill values, broadcast, when they differ)."""
+
+    def run(self, function, args, batched, size, kind):
+        if function is FromData:
+            data, dtype, device = args
+            return (Tensor._make(torch.tensor(data, dtype=dtype, device=device)),)
+        shape, values, dtype, device = args
+        first = values[0]
+        if all(v == first for v in values):
+            return (Tensor._make(torch.full((size, *shape), first, dtype=dtype, device=device)),)
+        column = torch.tensor(values, dtype=dtype, device=device).reshape(size, *(1,) * len(shape))
+        return (Tensor._make(column.expand(size, *shape).contiguous()),)
+
+
+class AddChain:
+    """A chain of adds over samples (`total = total + loss`, `sum(losses)`), folded into one sum
+    of its terms before the flush schedules (schedulers.fold_add_chains). Its arguments are the
+    terms (pending results, tensors) and numbers; the executor runs it as one sum of the
+    gathered terms (execute.py, `_run_chain`), `apply` is the same sum on the values."""
+
+    @staticmethod
+    def apply(*terms: Any) -> Tensor:
+        tensors = [t for t in terms if isinstance(t, Tensor)]
+        total = shape.stack(tensors).sum(0)
+        number = sum(t for t in terms if not isinstance(t, Tensor))
+        return total + number if number else total
+
+
 # The table ---------------------------------------------------------------------------------------
 _ELEMENTWISE = (
     ew.Add, ew.Sub, ew.RSub, ew.Mul, ew.Div, ew.Remainder, ew.RemainderTensor, ew.Maximum,
@@ -316,6 +387,7 @@ RULES[rnn.LSTMStep] = RowsStep(state=(0, 1, 2), weights=(3,))
 RULES[rnn.GRUStep] = RowsStep(state=(0, 1), weights=(2, 3))
 RULES[rnn.LSTMCellStep] = RowsStep(state=(0, 1, 2), weights=(3, 4, 5, 6))
 RULES[nn_ops.Embedding] = Embedding()
+RULES[FromData] = RULES[Filled] = Creation()
 
 
 def rule_for(function: type) -> Rule | None:

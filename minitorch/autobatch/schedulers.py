@@ -52,7 +52,106 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from minitorch.autobatch.lazy import RAW, SAMPLE, SHARED, Pending
+from minitorch.autobatch.rules import AddChain, Elementwise
+from minitorch.autobatch.signature import OpKind
+from minitorch.ops.elementwise import Add
+
 SCHEDULERS = ("agenda", "depth", "dynet")
+
+# NOTE [Add chains]
+# `total = total + loss` over the samples (and Python's `sum(losses)`, which starts from 0) is a
+# chain: each add reads the one before, so each is one depth deeper and no two can batch. A
+# scheduler would run it as one call per sample. But when nobody else reads the running totals
+# (the user keeps only the last one, as both patterns do: the placeholders of the others are
+# gone), the chain is just a sum of its terms, in another order. `fold_add_chains` replaces it,
+# before scheduling, by one `AddChain` op (rules.py) that reads every term; the executor sums
+# the terms as a few gathers and one `sum(0)` per batch they come from. The gradient of each
+# term is the gradient of the total, as through the chain; the float sum is the same up to
+# rounding (the order differs). Only plain adds of equal shapes (no broadcasting) join a chain:
+# then the sum has the total's shape, and every term gets the total's gradient as it is.
+_SHORTEST_CHAIN = 3  # adds: shorter ones cost little as they are
+
+
+def fold_add_chains(ops: Sequence[Any]) -> list[Any]:
+    """`ops` with each chain of adds that only feeds itself (NOTE [Add chains]) run as one
+    `AddChain` op: the chain's last add becomes it (so the ops that read the total still name
+    their producer), and the other adds of the chain leave the list."""
+    absorbed: dict[Any, list] = {}  # an add that may join a chain -> the adds it takes in
+    for op in ops:
+        if op.function is not Add:
+            continue
+        kind = op.kind
+        out = kind.outputs[0]
+        if not isinstance(kind.rule, Elementwise) or any(
+            info.role == SHARED
+            or info.role == RAW
+            or (info.role == SAMPLE and (info.shape != out.shape or info.dtype != out.dtype))
+            for info in kind.args
+        ):
+            continue
+        taken = []
+        for position in op.inputs:
+            total = op.args[position]  # a running total, if an add made it for this op alone
+            before = total.op
+            if (
+                before in absorbed
+                and total.readers == 1
+                and total.data_ref() is None
+                and before.mode == op.mode
+            ):
+                taken.append(before)
+        absorbed[op] = taken
+    inside = {id(before) for taken in absorbed.values() for before in taken}
+    removed: set[int] = set()
+    for last, taken in absorbed.items():
+        if id(last) in inside or not taken:
+            continue
+        chain, todo = [], [last]
+        while todo:
+            op = todo.pop()
+            chain.append(op)
+            todo += absorbed[op]
+        if len(chain) >= _SHORTEST_CHAIN:
+            _fold(chain)
+            removed.update(id(op) for op in chain[1:])
+    if not removed:
+        return list(ops)
+    return [op for op in ops if id(op) not in removed]
+
+
+def _fold(chain: list) -> None:
+    """Make `chain[0]`, the last add of a chain, the `AddChain` of all its terms."""
+    last = chain[0]
+    members = {id(op) for op in chain}
+    terms, producers = [], []
+    for op in reversed(chain):  # roughly in recorded order
+        for value in op.args:
+            if type(value) is Pending:
+                if id(value.op) in members:
+                    continue  # a running total: it is the sum itself
+                producers.append(value.op)
+            terms.append(value)
+    for op in chain[1:]:
+        op.outputs = None  # it never runs: cut its op -> Pending -> op cycle
+    last.function = AddChain
+    last.args = terms
+    last.inputs = [i for i, term in enumerate(terms) if type(term) is Pending]
+    last.producers = producers
+    last.depth = 1 + max((producer.depth for producer in producers), default=-1)
+    last.kind = OpKind(
+        index=-1,
+        name=f"Add (a chain of {len(chain)} adds, run as one sum)",
+        rule=None,
+        reason="a chain of adds, folded",
+        args=(),
+        outputs=last.kind.outputs,
+        returns_tuple=False,
+        matmul_like=False,
+    )
+    last.signature = None
+    last.matmul_like = False
+    last.folded = len(chain)
 
 
 def schedule(ops: Sequence[Any], scheduler: str) -> list[list[Any]]:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from minitorch.autobatch.lazy import CONST, RAW, template_for
+from minitorch.autobatch.lazy import CONST, RAW, VALUES, template_for
 from minitorch.autobatch.rules import Rule, rule_for
 from minitorch.autograd import grad_mode
 from minitorch.tensor import Tensor
@@ -90,6 +90,27 @@ def const_key(value: Any) -> Any:
     return (kind, value)
 
 
+_PYTHON = (CONST, VALUES)  # arguments that are Python values, passed to a probe as they are
+
+
+def creation_kind(index: int, name: str, function: type, infos: tuple[ArgInfo, ...],
+                  shape: tuple, dtype: torch.dtype, device: Any) -> OpKind:  # fmt: skip
+    """The `OpKind` of a lazy creation (`FromData` or `Filled`, rules.py) by the factory `name`
+    of one output shape, dtype and device: no probe is needed to know what it makes."""
+    size = torch.Size(shape)
+    template = template_for(size, dtype, device)
+    return OpKind(
+        index=index,
+        name=name,
+        rule=rule_for(function),
+        reason=None,
+        args=infos,
+        outputs=(OutputMeta(size, dtype, False, template, (size, dtype)),),
+        returns_tuple=False,
+        matmul_like=False,
+    )
+
+
 # Output shapes, by op and argument shapes: they never change, so they are kept across blocks.
 _output_shapes: dict[tuple, tuple] = {}
 
@@ -116,7 +137,7 @@ def describe(index: int, function: type, args: tuple, infos: tuple[ArgInfo, ...]
 def _output_meta(function: type, args: tuple, infos: tuple[ArgInfo, ...],
                  values_matter: bool) -> tuple:  # fmt: skip
     key = (function, values_matter,
-           *(info if info.role != CONST else const_key(info.value) for info in infos))  # fmt: skip
+           *(const_key(i.value) if i.role in _PYTHON else i for i in infos))  # fmt: skip
     try:
         shapes = _output_shapes.get(key)
     except TypeError:  # an unhashable constant
@@ -144,7 +165,7 @@ def _probe(function: type, args: tuple, infos: tuple[ArgInfo, ...], values_matte
     device = "meta" if values_matter else "cpu"
     meta_args = []
     for arg, info in zip(args, infos):
-        if info.role == CONST:
+        if info.role in _PYTHON:
             meta_args.append(arg)
         else:
             meta = torch.zeros(info.shape, dtype=info.dtype, device=device)
