@@ -89,6 +89,22 @@ def test_jobs_with_dask_and_an_unreachable_scheduler_are_one_error_line(
     assert not (course / "gradebook.db").exists() or not _scores(course), "nothing recorded"
 
 
+def test_a_cluster_where_no_worker_can_grade_is_one_error_line(
+    released_course: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = copy_course(released_course, tmp_path / "course")
+    release = nbformat.read(course / "release" / NOTEBOOK_1 / f"{NOTEBOOK_1}.ipynb", 4)
+    write_submission(tmp_path / "inbox", "blank", NOTEBOOK_1, release)
+    monkeypatch.setattr(dask_grading, "WAIT_FOR_WORKERS", 5.0)
+    with LocalDaskCluster(tmp_path / "cluster") as cluster:
+        cluster.add_worker("no-bubblewrap", {**WORKER_ENV, "PATH": str(tmp_path / "empty")})
+        code, out = _grade(course, tmp_path / "inbox", "--dask", cluster.address)
+    assert code == 2, out
+    assert f"error: no Dask worker at {cluster.address} can grade after 5 s (no-bubblewrap" in out
+    assert "bubblewrap (bwrap) is not installed" in out and "PYTHONPATH=$PWD dask worker" in out
+    assert not (course / "gradebook.db").exists() or not _scores(course), "nothing recorded"
+
+
 # A class on a real cluster (--classes) -----------------------------------------------------------
 
 

@@ -181,8 +181,9 @@ class DaskSandboxes:
             refused = "; ".join(f"{self._name(w)}: {why}" for w, why in self._refused.items())
             raise CommandError(
                 f"no Dask worker at {self.address} can grade after {WAIT_FOR_WORKERS:.0f} s "
-                f"({refused or 'no worker joined'}): start workers with this project, "
-                "bubblewrap and the same versions (`dask worker ADDRESS --nthreads 1`)"
+                f"({refused or 'no worker joined'}): start workers in a clone of this project "
+                "with bubblewrap and the same versions "
+                "(`PYTHONPATH=$PWD dask worker ADDRESS --nthreads 1`)"
             )
         self._monitor = threading.Thread(target=self._watch, daemon=True)
         self._monitor.start()
