@@ -50,7 +50,6 @@ from solutions.instructor.course import CommandError
 from solutions.instructor.sandbox import (
     Execution,
     Limits,
-    bwrap_available,
     preflight,
     run_submission,
 )
@@ -94,7 +93,7 @@ def check_worker(
         return "other versions: " + ", ".join(differ)
     if not sandboxed:
         return ""
-    return bwrap_available() or preflight(assignment, files=files) or ""
+    return preflight(assignment, files=files) or ""  # (bubblewrap is its first check)
 
 
 @dataclass(frozen=True)
@@ -149,8 +148,7 @@ class DaskSandboxes:
         self._slots: dict[str, int] = {}  # checked worker -> tasks it may take now
         self._files_on: dict[str, Any] = {}  # checked worker -> the files scattered to it
         self._checking: dict[str, Any] = {}  # worker -> its check's future
-        self._seen: set[str] = set()  # workers checked or being checked
-        self._names: dict[str, str] = {}
+        self._names: dict[str, str] = {}  # every worker seen (checked or being checked)
         self._refused: dict[str, str] = {}  # worker -> why
         self._failed = ""  # why the run stops
         self._stop = threading.Event()
@@ -375,9 +373,8 @@ class DaskSandboxes:
         for worker in [w for w in list(self._slots) if w not in info]:
             self._drop(worker)
         for worker, about in info.items():
-            if worker in self._seen:
+            if worker in self._names:
                 continue
-            self._seen.add(worker)
             self._names[worker] = str(about.get("name", ""))
             self._checking[worker] = self._client.submit(
                 check_worker, self.assignment, self.files, self.sandboxed, versions(),

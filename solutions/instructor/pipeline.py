@@ -621,6 +621,8 @@ class Sandboxes(Protocol):
 
     threads: int  # submissions handled at once
     files: dict[str, bytes]  # what every sandbox of the run holds (`kernel_bytes`)
+    limits: Limits
+    sandboxed: bool
 
     def run(self, prepared: NotebookNode, key: str) -> Execution:
         """The sandbox's result for `prepared`, whose `verdicts.digest` is `key`."""
@@ -676,7 +678,7 @@ def execute_all(
         return _execute_all(course, assignment, students, cache, local, progress, then, force)
     from solutions.instructor.dask_grading import DaskSandboxes, SchedulerGone
 
-    with DaskSandboxes(dask, assignment, files, limits, sandbox, say=_warn) as where:
+    with DaskSandboxes(dask, assignment, files, limits, sandbox) as where:
         try:
             return _execute_all(course, assignment, students, cache, where, progress, then, force)
         except SchedulerGone as error:
@@ -686,10 +688,6 @@ def execute_all(
                 "recorded and stay so, and the results already back are kept: the same command "
                 "runs only what is missing"
             ) from None
-
-
-def _warn(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _execute_all(
@@ -702,9 +700,6 @@ def _execute_all(
     then: Then | None,
     force: bool,
 ) -> dict[str, _Plan]:
-    limits = SandboxedAutograde(config=course.config).limits()
-    sandbox = course.config.SandboxedAutograde.sandbox
-
     def run(
         student: str, work: list[tuple[NotebookNode, Path]], first: list[Future]
     ) -> tuple[str, float, str]:
@@ -740,8 +735,9 @@ def _execute_all(
             plans[student] = _Plan()
             with _for_student(course, assignment, student, "admission"):
                 plans[student] = _sandbox_work(
-                    course, assignment, student, limits, sandbox, cache, sandboxes.files, force
-                )
+                    course, assignment, student, sandboxes.limits, sandboxes.sandboxed, cache,
+                    sandboxes.files, force,
+                )  # fmt: skip
             work = plans[student].work
             first = {making[result] for _, result in work if result in making}
             future = pool.submit(run, student, work, list(first))
